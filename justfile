@@ -1,0 +1,67 @@
+# Concurrency lab: equivalent servers under one contract, loaded by shared k6 scripts.
+# `just` lists the recipes; `just setup` installs everything on a fresh machine.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+set positional-arguments
+
+export UV_PYTHON_DOWNLOADS := "never"
+export K6_NO_USAGE_REPORT := "true"
+export PATH := justfile_directory() / ".tools/py/bin" + ":" + justfile_directory() / ".tools/bin" + ":" + env("PATH")
+
+python := justfile_directory() / ".venv/bin/python"
+k6_version := "v1.8.1"
+
+_default:
+    @just --list --unsorted
+
+# Install everything the lab needs (idempotent): uv, the Python env from uv.lock, Go builds, k6.
+[group('setup')]
+setup:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if ! command -v uv >/dev/null; then
+        echo "installing uv into .tools/py"
+        python3 -m pip install --quiet --disable-pip-version-check --target .tools/py uv
+    fi
+    uv sync --frozen --quiet
+    {{python}} -m lab build
+    if ! .tools/bin/k6 version 2>/dev/null | grep -q "k6 {{k6_version}} "; then
+        echo "installing k6 {{k6_version}} into .tools/bin (about 1.5 min)"
+        GOBIN="$PWD/.tools/bin" go install "go.k6.io/k6@{{k6_version}}"
+    fi
+    echo "setup done: $({{python}} --version), $(go version | cut -d' ' -f3), $(.tools/bin/k6 version | cut -d' ' -f1-2)"
+
+# Fail early, with the fix, when setup has not run.
+_ready:
+    @test -x {{python}} -a -x .tools/bin/k6 || { echo "lab is not set up: run 'just setup'" >&2; exit 2; }
+
+# List targets, their server profiles and the contract's endpoints.
+[group('lab')]
+targets: _ready
+    @{{python}} -m lab targets
+
+# Run one target in the foreground on 127.0.0.1:$PORT (default 8000), with the upstream on 8001.
+[group('lab')]
+serve target profile="": _ready
+    @{{python}} -m lab serve "$@"
+
+# The whole test suite: lint, Go tests, unit tests and the conformance suite over every target.
+[group('test')]
+test: setup lint
+    cd go && go test ./...
+    {{python}} -m pytest
+
+# Linters and formatters in check mode (ruff, gofmt, go vet).
+[group('test')]
+lint: _ready
+    {{python}} -m ruff check .
+    {{python}} -m ruff format --check .
+    cd go && test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting" >&2; exit 1; }
+    cd go && go vet ./...
+
+# Format Python and Go code in place.
+[group('test')]
+fmt: _ready
+    {{python}} -m ruff format .
+    {{python}} -m ruff check --fix .
+    cd go && gofmt -w .

@@ -1,0 +1,257 @@
+"""The conformance suite: every discovered target x profile, started for real, is checked
+against the contract: bodies, bad input, single-request timing, its own capacity claims
+(timed with real concurrent requests), and a clean shutdown.
+
+Each server runs with WORKERS=1 so that a batch of concurrent requests cannot be split
+unevenly between worker processes by the kernel; test_workers_scale checks that the
+claims grow with WORKERS."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from conftest import CASE_IDS, CASES, start_target
+from jsonschema import Draft202012Validator
+from support import Reply, batch, get, string_values
+
+from lab import server
+from lab.contract import Contract, Endpoint, load
+
+CONTRACT = load()
+BENCH = CONTRACT.bench_endpoints()
+WAITING = [e for e in BENCH if e.kind in ("sleep", "upstream")]
+WITH_PARAMS = [e for e in CONTRACT.endpoints if e.params]
+
+# Timing tolerances. A request never finishes before its waits are over, so the lower bound
+# is exact (less a millisecond of clock granularity). The upper bound allows for a loaded
+# 2-CPU machine but stays below one more round of waits, so a server that serializes
+# more than it claims, or less, is caught.
+EARLY_S = 0.001
+SINGLE_SLACK_S = 0.2  # single request: "/sync?ms=200 takes >= 200 ms and well under 400"
+ROUND_S = 0.4  # one round of waits in the concurrency check
+ROUND_SLACK = 0.5  # of a round: a wrong round count is always at least one whole round off
+MAX_PROBE = 100  # requests in one batch on a 2-CPU test machine
+
+
+@dataclass
+class Served:
+    proc: server.ServerProcess
+    info: dict[str, Any]
+
+    @property
+    def url(self) -> str:
+        return self.proc.url
+
+
+@pytest.fixture(scope="module", params=CASES, ids=CASE_IDS)
+def served(request: pytest.FixtureRequest, upstream: server.ServerProcess) -> Iterator[Served]:
+    target, profile = request.param
+    proc = start_target(target, profile, upstream.url, WORKERS="1")
+    info = get(proc.url, "/info").body
+    yield Served(proc, info)
+    report = proc.stop()
+    assert report.clean, f"SIGTERM left {report.leftover} (port free: {report.port_free})"
+    assert report.seconds < server.STOP_GRACE_S
+
+
+def schema_for(endpoint: Endpoint, status: str = "200") -> Draft202012Validator:
+    doc = _openapi()
+    ref = doc["paths"][endpoint.path]["get"]["responses"][status]["$ref"]
+    response = doc["components"]["responses"][ref.rsplit("/", 1)[1]]
+    schema = response["content"]["application/json"]["schema"]
+    return Draft202012Validator({**schema, "components": doc["components"]})
+
+
+def _openapi() -> dict[str, Any]:
+    import json
+
+    from lab.contract import OPENAPI
+
+    return json.loads(OPENAPI.read_text())
+
+
+def query(values: dict[str, int | str]) -> str:
+    return "?" + "&".join(f"{k}={v}" for k, v in values.items()) if values else ""
+
+
+def assert_json(reply: Reply) -> None:
+    assert reply.content_type.startswith("application/json"), reply.content_type
+    assert isinstance(reply.body, dict), reply.body
+
+
+# --- 1. every endpoint answers as the contract says -------------------------------------
+
+
+@pytest.mark.parametrize("endpoint", CONTRACT.endpoints, ids=CONTRACT.names())
+def test_endpoint_body(served: Served, endpoint: Endpoint) -> None:
+    # Defaults from the contract, except the slow ones, which get small explicit values.
+    values = {k: v for k, v in {"ms": 20, "n": 3}.items() if endpoint.param(k)}
+    if endpoint.kind == "cpu":
+        values = {}  # the default n is a test vector
+    reply = get(served.url, endpoint.path + query(values))
+    assert reply.status == 200, reply.body
+    assert_json(reply)
+    errors = [e.message for e in schema_for(endpoint).iter_errors(reply.body)]
+    assert not errors, errors
+    assert reply.body["endpoint"] == endpoint.name
+    assert reply.body["pid"] in {p.pid for p in served.proc.tree()}, "pid is not a server process"
+    for name, value in endpoint.fields.items():
+        assert reply.body[name] == value
+    for name, value in {**endpoint.defaults(), **values}.items():
+        if name in reply.body:
+            assert reply.body[name] == value, f"{name} echoed wrong"
+    if endpoint.kind == "upstream":
+        assert reply.body["statuses"] == [200] * values["n"]
+
+
+@pytest.mark.parametrize("endpoint", ["cpu", "cpu-pool"])
+def test_cpu_vectors(served: Served, contract: Contract, endpoint: str) -> None:
+    for n, expected in contract.cpu_vectors():
+        reply = get(served.url, f"/{endpoint}?n={n}")
+        assert reply.status == 200, reply.body
+        assert reply.body["result"] == expected, f"n={n}"
+
+
+def test_info(served: Served) -> None:
+    info = served.info
+    target, profile = served.proc.env["LAB_TARGET"], served.proc.env["LAB_PROFILE"]
+    assert (info["target"], info["profile"]) == (target, profile)
+    assert info["workers"] == 1
+    assert info["cpus"] >= 1
+    assert set(info["capacity"]) == {e.name for e in BENCH}
+    for name, cap in info["capacity"].items():
+        assert cap is None or (isinstance(cap, int) and cap >= 1), (name, cap)
+
+
+# --- 2. bad input is refused with a clear 4xx, and the server goes on ----------------------
+
+
+def bad_values(endpoint: Endpoint) -> list[tuple[str, str]]:
+    cases = []
+    for p in endpoint.params:
+        for raw in (p.minimum - 1, p.maximum + 1, "abc", "1.5", "", "99999999999999999999"):
+            cases.append((p.name, str(raw)))
+    return cases
+
+
+BAD_CASES = [(e, name, raw) for e in WITH_PARAMS for name, raw in bad_values(e)]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "param", "raw"), BAD_CASES, ids=[f"{e.name}-{p}={r}" for e, p, r in BAD_CASES]
+)
+def test_bad_input(served: Served, endpoint: Endpoint, param: str, raw: str) -> None:
+    reply = get(served.url, f"{endpoint.path}?{param}={raw}", timeout=5)
+    assert reply.status in (400, 422), (reply.status, reply.body)
+    assert_json(reply)
+    assert param in string_values(reply.body), f"the error does not name {param!r}: {reply.body}"
+    assert reply.seconds < 1.0, "a refused request must not do the work"
+
+
+def test_unknown_path_and_still_serving(served: Served) -> None:
+    assert get(served.url, "/no-such-endpoint").status == 404
+    assert get(served.url, "/hello").status == 200
+
+
+# --- 3. one request takes as long as its waits, no less --------------------------------------
+
+
+SINGLE = {"sync": {"ms": 200}, "gather": {"ms": 200, "n": 5}, "sequential": {"ms": 100, "n": 5}}
+
+
+def single_timing_problem(url: str, endpoint: Endpoint) -> str | None:
+    """Why one request's duration breaks the contract, or None."""
+    values = SINGLE.get(endpoint.name) or (
+        {"ms": 100, "n": 5} if endpoint.service == "n*ms" else {"ms": 200, "n": 5}
+    )
+    values = {k: v for k, v in values.items() if endpoint.param(k)}
+    expected = endpoint.service_ms(values) / 1000  # type: ignore[operator]
+    reply = get(url, endpoint.path + query(values))
+    if reply.status != 200:
+        return f"status {reply.status}: {reply.body}"
+    if reply.seconds < expected - EARLY_S:
+        return f"answered in {reply.seconds:.3f}s, before its {expected:.3f}s of work was done"
+    if reply.seconds >= expected + SINGLE_SLACK_S:
+        return f"took {reply.seconds:.3f}s for {expected:.3f}s of work"
+    return None
+
+
+@pytest.mark.parametrize("endpoint", WAITING, ids=[e.name for e in WAITING])
+def test_single_request_timing(served: Served, endpoint: Endpoint) -> None:
+    problem = single_timing_problem(served.url, endpoint)
+    assert problem is None, problem
+
+
+# --- 4. capacity claims hold under real concurrency ----------------------------------------------
+
+
+def probe_values(endpoint: Endpoint) -> dict[str, int]:
+    """Parameters that make one request wait ROUND_S in all."""
+    ms = int(ROUND_S * 1000)
+    if endpoint.service == "n*ms":
+        return {"ms": ms // 2, "n": 2}
+    return {"ms": ms, **({"n": 3} if endpoint.param("n") else {})}
+
+
+def capacity_problem(url: str, endpoint: Endpoint, capacity: int | None) -> str | None:
+    """Why K concurrent requests break the capacity claim, or None. K is one more than the
+    claim (or the contract's probe size when unbounded); the batch must take exactly
+    ceil(K / capacity) rounds: fewer means the claim is too low, more means too high."""
+    k = (
+        CONTRACT.extensions["concurrency-probe-when-unbounded"]
+        if capacity is None
+        else capacity + 1
+    )
+    rounds = 1 if capacity is None else math.ceil(k / capacity)
+    path = endpoint.path + query(probe_values(endpoint))
+    expected = rounds * ROUND_S
+    # One retry for a noisy machine: a wrong implementation misses by a whole round, twice.
+    seen = []
+    for _ in range(2):
+        elapsed, replies = batch(url, path, k)
+        bad = [r.body for r in replies if r.status != 200]
+        if bad:
+            return f"{len(bad)} of {k} requests failed: {bad[0]}"
+        seen.append(round(elapsed, 3))
+        if expected - EARLY_S <= elapsed < expected + ROUND_SLACK * ROUND_S:
+            return None
+    return (
+        f"{k} concurrent requests with claimed capacity {capacity} should take "
+        f"{rounds} x {ROUND_S}s = {expected:.1f}s; took {seen}"
+    )
+
+
+@pytest.mark.parametrize("endpoint", WAITING, ids=[e.name for e in WAITING])
+def test_capacity_claim(served: Served, endpoint: Endpoint) -> None:
+    capacity = served.info["capacity"][endpoint.name]
+    if capacity is not None and capacity + 1 > MAX_PROBE:
+        pytest.skip(f"capacity {capacity} needs more than {MAX_PROBE} concurrent requests")
+    problem = capacity_problem(served.url, endpoint, capacity)
+    assert problem is None, problem
+
+
+# --- 5. the claims follow the configuration ------------------------------------------------------
+
+
+def test_workers_scale(served: Served, upstream: server.ServerProcess) -> None:
+    """With WORKERS=2, workers-bound capacities double; unbounded ones stay unbounded."""
+    target, profile = served.proc.env["LAB_TARGET"], served.proc.env["LAB_PROFILE"]
+    from lab.targets import find
+
+    t = find(target)
+    if "{workers}" not in " ".join(t.profile(profile).command):
+        pytest.skip(f"{target}/{profile} runs one process whatever WORKERS says")
+    proc = start_target(t, profile, upstream.url, WORKERS="2")
+    try:
+        info = get(proc.url, "/info").body
+    finally:
+        report = proc.stop()
+    assert report.clean, report
+    assert info["workers"] == 2
+    for name, one in served.info["capacity"].items():
+        two = info["capacity"][name]
+        assert two == (None if one is None else 2 * one), (name, one, two)
