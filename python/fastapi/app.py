@@ -32,9 +32,11 @@ Iterations = Query(ITERATIONS.default, ge=ITERATIONS.minimum, le=ITERATIONS.maxi
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # Reading the limiter here also loads anyio's asyncio backend before the first request.
+    limiter = anyio.to_thread.current_default_thread_limiter()
     threads = knobs.threads()
     if threads is not None:
-        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        limiter.total_tokens = threads
     app.state.executor_threads = knobs.executor_threads()
     executor = ThreadPoolExecutor(app.state.executor_threads, thread_name_prefix="executor")
     asyncio.get_running_loop().set_default_executor(executor)

@@ -1,0 +1,121 @@
+// The upstream service the /upstream endpoints call: GET /delay?ms= answers after ms
+// milliseconds. Plain net/http, a goroutine per request, no locks and no request
+// logging, so that it is never the bottleneck. The bounds of ms are the contract's
+// (the "upstream" endpoint's ms parameter).
+// Environment: HOST (127.0.0.1), PORT (8001), LAB_CONTRACT.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"lab/go/internal/contract"
+)
+
+const shutdownTimeout = 4 * time.Second
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// newHandler serves /delay and /health; the delay endpoint takes its ms parameter
+// (name, default, bounds) from the contract's "upstream" endpoint.
+func newHandler(c *contract.Contract) (http.Handler, error) {
+	up, ok := c.Endpoint("upstream")
+	if !ok {
+		return nil, errors.New(`contract has no "upstream" endpoint`)
+	}
+	p, ok := up.Param("ms")
+	if !ok {
+		return nil, errors.New(`contract's "upstream" endpoint has no ms parameter`)
+	}
+	delay := contract.Endpoint{Name: "delay", Path: "/delay", Method: http.MethodGet, Params: []contract.Param{p}}
+	pid := os.Getpid()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /delay", func(w http.ResponseWriter, r *http.Request) {
+		v, bad := delay.Parse(contract.Query(r.URL.Query()))
+		if bad != nil {
+			writeJSON(w, http.StatusBadRequest, bad)
+			return
+		}
+		t := time.NewTimer(time.Duration(v["ms"]) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done(): // the caller gave up
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"ms": v["ms"]})
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"endpoint": "health", "status": "ok", "pid": pid})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+	})
+	return mux, nil
+}
+
+func env(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	c, err := contract.Load()
+	if err != nil {
+		return err
+	}
+	h, err := newHandler(c)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(env("HOST", "127.0.0.1"), env("PORT", "8001")))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(os.Stderr, "upstream: listening on http://%s (pid %d)\n", ln.Addr(), os.Getpid())
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	stop()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+"""Starlette target. Plain `def` endpoints run in anyio's thread pool, `async def` endpoints on
+the event loop; Starlette validates nothing, so lab.params checks the query against the
+contract (400)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from lab import appinfo, knobs, pool, upstream
+from lab.contract import load
+from lab.params import BadParam, parse
+from lab.work import fnv1a
+
+CONTRACT = load()
+
+
+@asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    # Reading the limiter also imports anyio's asyncio backend now: left to the first `def`
+    # request, that lazy import costs it about 150 ms.
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    threads = knobs.threads()
+    if threads is not None:
+        limiter.total_tokens = threads
+    app.state.executor_threads = knobs.executor_threads()
+    executor = ThreadPoolExecutor(app.state.executor_threads, thread_name_prefix="executor")
+    asyncio.get_running_loop().set_default_executor(executor)
+    app.state.pool_processes = knobs.pool_processes()
+    app.state.pool = pool.start(app.state.pool_processes)
+    app.state.session = upstream.open_session()
+    try:
+        yield
+    finally:
+        await app.state.session.close()
+        pool.stop(app.state.pool)
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
+def params(request: Request, name: str) -> dict[str, int]:
+    """The endpoint's parameters, defaults filled in; BadParam becomes a 400 (see below)."""
+    return parse(CONTRACT[name], request.query_params)
+
+
+def done(endpoint: str, **fields: Any) -> JSONResponse:
+    return JSONResponse({"endpoint": endpoint, "pid": os.getpid(), **fields})
+
+
+async def hello(request: Request) -> JSONResponse:
+    return done("hello", message="hello, world")
+
+
+def sync(request: Request) -> JSONResponse:
+    # A plain def: Starlette runs it with anyio.to_thread.run_sync, so in anyio's thread pool.
+    p = params(request, "sync")
+    time.sleep(p["ms"] / 1000)
+    return done("sync", **p)
+
+
+async def async_(request: Request) -> JSONResponse:
+    p = params(request, "async")
+    await asyncio.sleep(p["ms"] / 1000)
+    return done("async", **p)
+
+
+async def blocking(request: Request) -> JSONResponse:
+    p = params(request, "blocking")
+    time.sleep(p["ms"] / 1000)  # the anti-pattern on purpose: it stops this worker's event loop
+    return done("blocking", **p)
+
+
+async def executor(request: Request) -> JSONResponse:
+    p = params(request, "executor")
+    await asyncio.get_running_loop().run_in_executor(None, time.sleep, p["ms"] / 1000)
+    return done("executor", **p)
+
+
+async def gather(request: Request) -> JSONResponse:
+    p = params(request, "gather")
+    await asyncio.gather(*(asyncio.sleep(p["ms"] / 1000) for _ in range(p["n"])))
+    return done("gather", **p)
+
+
+async def sequential(request: Request) -> JSONResponse:
+    p = params(request, "sequential")
+    for _ in range(p["n"]):
+        await asyncio.sleep(p["ms"] / 1000)
+    return done("sequential", **p)
+
+
+async def cpu(request: Request) -> JSONResponse:
+    n = params(request, "cpu")["n"]
+    return done("cpu", n=n, result=fnv1a(n))  # inline: holds the event loop while it runs
+
+
+async def cpu_pool(request: Request) -> JSONResponse:
+    n = params(request, "cpu-pool")["n"]
+    loop = asyncio.get_running_loop()
+    result = await loop.run_in_executor(request.app.state.pool, fnv1a, n)
+    return done("cpu-pool", n=n, result=result)
+
+
+async def upstream_(request: Request) -> JSONResponse:
+    p = params(request, "upstream")
+    statuses = await upstream.fan_out(request.app.state.session, p["ms"], p["n"])
+    return done("upstream", **p, statuses=statuses)
+
+
+async def upstream_seq(request: Request) -> JSONResponse:
+    p = params(request, "upstream-seq")
+    statuses = await upstream.one_by_one(request.app.state.session, p["ms"], p["n"])
+    return done("upstream-seq", **p, statuses=statuses)
+
+
+async def health(request: Request) -> JSONResponse:
+    return done("health", status="ok")
+
+
+async def info(request: Request) -> JSONResponse:
+    state = request.app.state
+    workers = knobs.workers()
+    threads = int(anyio.to_thread.current_default_thread_limiter().total_tokens)
+    capacity = {
+        "hello": None,
+        "sync": workers * threads,  # def endpoints: anyio's limiter tokens per worker
+        "async": None,
+        "blocking": workers,  # a blocking sleep holds the whole event loop of its worker
+        "executor": workers * state.executor_threads,
+        "gather": None,
+        "sequential": None,
+        "cpu": workers,  # inline CPU work holds the event loop too
+        "cpu-pool": workers * state.pool_processes,
+        "upstream": None,
+        "upstream-seq": None,
+    }
+    return JSONResponse(
+        {
+            **appinfo.base("starlette", "starlette"),
+            "workers": workers,
+            "threads": threads,
+            "executor_threads": state.executor_threads,
+            "pool_processes": state.pool_processes,
+            "capacity": appinfo.check_capacity(capacity),
+        }
+    )
+
+
+async def bad_param(request: Request, exc: BadParam) -> Response:
+    return JSONResponse(exc.body(), status_code=400)
+
+
+async def upstream_failed(request: Request, exc: upstream.UpstreamError) -> Response:
+    return JSONResponse(exc.body(), status_code=exc.status)
+
+
+async def http_error(request: Request, exc: HTTPException) -> Response:
+    # Starlette's own 404/405 are plain text; every target answers JSON (405 keeps its Allow).
+    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+HANDLERS: dict[str, Callable[[Request], Any]] = {
+    "hello": hello,
+    "sync": sync,
+    "async": async_,
+    "blocking": blocking,
+    "executor": executor,
+    "gather": gather,
+    "sequential": sequential,
+    "cpu": cpu,
+    "cpu-pool": cpu_pool,
+    "upstream": upstream_,
+    "upstream-seq": upstream_seq,
+    "health": health,
+    "info": info,
+}
+assert set(HANDLERS) == set(CONTRACT.names()), "every contract endpoint needs a handler"
+
+app = Starlette(
+    # Paths come from the contract, so a renamed path cannot drift from it.
+    routes=[Route(CONTRACT[name].path, handler) for name, handler in HANDLERS.items()],
+    exception_handlers={
+        BadParam: bad_param,
+        upstream.UpstreamError: upstream_failed,
+        404: http_error,
+        405: http_error,
+    },
+    lifespan=lifespan,
+)
