@@ -199,6 +199,7 @@ class ServerProcess:
             self.proc.wait(timeout=grace)
         # Children may outlive the top process for a moment; give them the rest of the grace.
         _, alive = psutil.wait_procs(tree, timeout=max(0.1, grace - (time.monotonic() - started)))
+        alive = [p for p in alive if _running(p)]  # a zombie has ended; init reaps it later
         leftover = sorted({p.pid for p in alive} | set(self._group()))
         if leftover:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -227,6 +228,13 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _wait_port_free(port: int, host: str, timeout: float) -> bool:

@@ -1,0 +1,32 @@
+"""gunicorn hooks for the Flask target. Without --preload the master never imports the app;
+each worker loads it, then makes its own resources here, so nothing is shared across a fork."""
+
+from __future__ import annotations
+
+import os
+
+from gunicorn.arbiter import Arbiter
+from gunicorn.workers.base import Worker
+
+SERVERS = ("sync", "gthread")  # the worker classes whose capacity app.py knows
+
+
+def post_worker_init(worker: Worker) -> None:
+    # In the worker's main thread, after the app is loaded: lab.pool.start needs that thread.
+    from app import start
+
+    # worker_class_str, not the flag: gunicorn runs "sync" with --threads > 1 as gthread.
+    worker_class = worker.cfg.worker_class_str
+    if worker_class not in SERVERS:
+        raise RuntimeError(f"the flask target runs sync or gthread workers, not {worker_class!r}")
+    threads = worker.cfg.threads if worker_class == "gthread" else 1
+    start(workers=worker.cfg.workers, threads=threads)
+
+
+def worker_exit(server: Arbiter, worker: Worker) -> None:
+    # gunicorn also calls this in the master when a worker is already gone: nothing to do there.
+    if worker.pid != os.getpid():
+        return
+    from app import stop
+
+    stop()
