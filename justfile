@@ -36,14 +36,28 @@ _ready:
     @test -x {{python}} -a -x .tools/bin/k6 || { echo "lab is not set up: run 'just setup'" >&2; exit 2; }
 
 # List targets, their server profiles and the contract's endpoints.
+[no-exit-message]
 [group('lab')]
 targets: _ready
     @{{python}} -m lab targets
 
 # Run one target in the foreground on 127.0.0.1:$PORT (default 8000), with the upstream on 8001.
+[no-exit-message]
 [group('lab')]
 serve target profile="": _ready
     @{{python}} -m lab serve "$@"
+
+# Benchmark one target x one endpoint, e.g. `just bench go sync --vus 100 --duration 10s`.
+[no-exit-message]
+[group('bench')]
+bench target endpoint *options: _ready
+    @{{python}} -m lab bench "$@"
+
+# Benchmark the whole matrix (default `quick`; `--matrix full` for every profile and a VU sweep).
+[no-exit-message]
+[group('bench')]
+bench-all *options: _ready
+    @{{python}} -m lab bench-all "$@"
 
 # The whole test suite: lint, Go tests, unit tests and the conformance suite over every target.
 [group('test')]

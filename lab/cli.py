@@ -4,14 +4,21 @@ stderr and exit status 2; nothing is started before the arguments are known to b
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import random
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
 
-from lab import server
+from lab import loadgen, server
 from lab.contract import load
-from lab.targets import UnknownChoice, discover, find
+from lab.matrix import Matrix, MatrixError, expand, load_matrix, names, parse_duration
+from lab.results import RESULTS_DIR, RunDir, resolve
+from lab.runner import Options, Runner, finish_run, resume_cells, start_run, summary_table
+from lab.targets import Profile, Target, UnknownChoice, discover, find
 
 USAGE_ERROR = 2
 
@@ -88,12 +95,186 @@ def cmd_serve(args: argparse.Namespace) -> int:
             upstream.stop()
 
 
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected integers like 10 or 1,10,50, got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
+    return values
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return int(text)
+
+
+def _duration(text: str) -> str:
+    try:
+        if parse_duration(text) <= 0:
+            raise MatrixError("duration must be positive")
+    except MatrixError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _check_url(url: str, allow_remote: bool) -> dict:
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise UsageError(f"--url must look like http://127.0.0.1:8000, got {url!r}")
+    host = parts.hostname
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not allow_remote:
+        raise UsageError(f"--url {host} is not a loopback address; add --allow-remote to load it")
+    try:
+        status, info = server.get_json(url.rstrip("/") + "/info", timeout=5)
+    except OSError as exc:
+        raise UsageError(f"cannot reach {url}: {exc}") from None
+    if status != 200 or not isinstance(info, dict) or "capacity" not in info:
+        raise UsageError(f"{url}/info did not answer with the contract's self-description")
+    return info
+
+
+def _matrix(args: argparse.Namespace, all_targets: bool) -> Matrix:
+    if args.matrix:
+        matrix = load_matrix(args.matrix)
+    elif all_targets:
+        matrix = load_matrix("quick")
+    else:
+        matrix = Matrix(name="bench", duration="10s", vus=[50])
+    if not all_targets:
+        matrix.targets = [find(args.target).name]
+        contract = load()
+        bench = [e.name for e in contract.bench_endpoints()]
+        if args.endpoint not in bench:
+            raise UnknownChoice("endpoint", args.endpoint, bench)
+        matrix.endpoints = [args.endpoint]
+    if args.profile:
+        matrix.profiles = args.profile if args.profile in ("all", "default") else [args.profile]
+    for field in ("vus", "duration", "repeat"):
+        if getattr(args, field) is not None:
+            setattr(matrix, field, getattr(args, field))
+    if args.rate is not None:
+        matrix.rates = list(args.rate)
+    for name in ("ms", "n"):
+        value = getattr(args, name)
+        if value is not None:  # the command line wins over the matrix's per-endpoint tables
+            matrix.params = {
+                k: ({kk: vv for kk, vv in v.items() if kk != name} if isinstance(v, dict) else v)
+                for k, v in matrix.params.items()
+            }
+            matrix.params[name] = value
+    return matrix
+
+
+def _targets_for(matrix: Matrix, info: dict | None) -> list[Target]:
+    """The targets a matrix runs on: discovered ones, or the one behind --url."""
+    if info is None:
+        targets = discover()
+        if isinstance(matrix.profiles, list):
+            profile = matrix.profiles[0]
+            if matrix.targets == "all":
+                targets = [t for t in targets if profile in t.profiles]
+                if not targets:
+                    every = sorted({p for t in discover() for p in t.profiles})
+                    raise UnknownChoice("profile", profile, ["all", "default", *every])
+        return targets
+    name, profile = str(info.get("target", "remote")), str(info.get("profile", "remote"))
+    matrix.targets, matrix.profiles = [name], "default"
+    return [
+        Target(
+            name,
+            Path("."),
+            str(info.get("language", "")),
+            str(info.get("framework", "")),
+            profile,
+            {profile: Profile(profile, "remote server", ())},
+        )
+    ]
+
+
+def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
+    loadgen.binary()  # k6 missing: a one-line error before anything starts
+    argv = ["bench-all" if all_targets else "bench", *sys.argv[2:]]
+    if args.resume:
+        run = RunDir(resolve(args.resume, args.out or RESULTS_DIR))
+        meta = run.meta()
+        options = Options(**meta["options"])
+        cells, done = resume_cells(run)
+        runner = Runner(run, options)
+        runner.servers = meta.get("servers", {})
+    else:
+        info = _check_url(args.url, args.allow_remote) if args.url else None
+        if args.port and not args.url and server.port_in_use(args.port):
+            raise UsageError(f"port {args.port} is already in use")
+        matrix = _matrix(args, all_targets)
+        seed = random.randrange(2**31)
+        cells = expand(matrix, _targets_for(matrix, info), seed=seed)
+        options = Options(url=args.url, port=args.port, pin=not args.no_pin)
+        if args.canary_rate is not None:
+            options.canary_rate = args.canary_rate
+        run = RunDir.create(args.out or RESULTS_DIR)
+        runner = Runner(run, options)
+        meta = start_run(runner, cells, {**matrix.to_json(), "seed": seed}, argv)
+        done = set()
+    try:
+        rows = runner.execute(cells, done)
+    except KeyboardInterrupt:
+        finish_run(run, meta, runner, "interrupted")
+        kept = len(run.rows())
+        print(
+            f"\ninterrupted: {kept} rows kept in {run.csv_path}; finish the missing cells with:\n"
+            f"  just {'bench-all' if all_targets else 'bench'} --resume {run.run_id}",
+            file=sys.stderr,
+        )
+        return 130
+    finish_run(run, meta, runner, "complete")
+    print(summary_table(rows))
+    print(f"\nresults: {run.csv_path}")
+    errors = sum(r["status"] != "ok" for r in rows)
+    if errors:
+        print(f"{errors} of {len(rows)} cells failed; see the error column", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", help="server profile: a name, 'default' or 'all'")
+    p.add_argument("--vus", type=_int_list, help="virtual users (closed model), e.g. 50 or 1,10,50")
+    p.add_argument("--duration", type=_duration, help="measured time per cell, e.g. 10s")
+    p.add_argument("--ms", type=int, help="ms parameter of the endpoints that take it")
+    p.add_argument("--n", type=int, help="n parameter of the endpoints that take it")
+    p.add_argument("--rate", type=_int_list, help="open model: requests per second (list ok)")
+    p.add_argument("--matrix", help=f"named matrix in k6/matrices ({', '.join(names())})")
+    p.add_argument("--repeat", type=_positive, help="run every cell N times, interleaved")
+    p.add_argument("--url", help="benchmark a running server at this URL (no local lifecycle)")
+    p.add_argument("--allow-remote", action="store_true", help="let --url name a non-loopback host")
+    p.add_argument("--out", type=Path, help="results folder (default results/)")
+    p.add_argument("--resume", metavar="RUN", help="finish the missing cells of an earlier run")
+    p.add_argument("--port", type=int, help="fixed port for the servers (default: a free one)")
+    p.add_argument("--canary-rate", type=int, help="canary /hello requests per second (0: off)")
+    p.add_argument("--no-pin", action="store_true", help="do not pin server and k6 to CPUs")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = _Parser(
         prog="lab",
         description="Concurrency lab: equivalent servers under one contract, measured with k6.",
     )
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     p = sub.add_parser("targets", help="list targets, their profiles and the contract's endpoints")
     p.set_defaults(run=cmd_targets)
     p = sub.add_parser("build", help="build every target that needs it, and the upstream")
@@ -109,6 +290,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("target", help="target name (folder name, or an alias such as 'go')")
     p.add_argument("profile", nargs="?", help="server profile (default: the target's default)")
     p.set_defaults(run=cmd_serve)
+    p = sub.add_parser(
+        "bench",
+        help="benchmark one target x one endpoint",
+        description="Benchmark one target x one endpoint: a fresh server per cell, pinned "
+        "apart from k6, results in results/<run-id>/results.csv. Knobs such as WORKERS are "
+        "read from the environment and recorded.",
+    )
+    p.add_argument("target", help="target name or alias (see 'just targets')")
+    p.add_argument("endpoint", help="endpoint name from the contract, e.g. sync, cpu-pool")
+    _bench_arguments(p)
+    p.set_defaults(run=cmd_bench)
+    p = sub.add_parser(
+        "bench-all",
+        help="benchmark the whole matrix (default: quick)",
+        description="Benchmark a whole matrix: every discovered target x profile x endpoint "
+        "(x VUs) of k6/matrices/NAME.toml, default 'quick'. Prints the cell count and the "
+        "estimated time first, then a progress line per cell and a summary table.",
+    )
+    _bench_arguments(p)
+    p.set_defaults(run=lambda a: cmd_bench(a, all_targets=True))
     return top
 
 
@@ -116,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except (UsageError, UnknownChoice) as exc:
+    except (UsageError, UnknownChoice, MatrixError, loadgen.K6Missing) as exc:
         print(f"lab: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return USAGE_ERROR
     except server.ServerError as exc:

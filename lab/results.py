@@ -1,0 +1,153 @@
+"""Run folders: results/<run-id>/ with results.csv (one row per cell, flushed as each cell
+ends), the raw k6 summary of every cell, and run.json with the run's provenance."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from lab import ROOT
+
+RESULTS_DIR = ROOT / "results"
+
+COLUMNS = [
+    "run_id", "cell", "target", "profile", "endpoint", "ms", "n", "vus", "rate",
+    "duration_s", "repeat", "status", "error",
+    "requests", "rps", "failed_rate", "dropped",
+    "lat_avg_ms", "lat_p50_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms",
+    "canary_p50_ms", "canary_p99_ms",
+    "server_cpu_pct", "server_rss_mb", "k6_cpu_pct", "loadgen_bound",
+    "workers", "threads", "capacity", "server_cpus", "k6_cpus",
+    "service_ms", "predicted_rps", "predicted_latency_ms", "efficiency", "verdict",
+    "started_at",
+]  # fmt: skip
+
+
+def new_run_id() -> str:
+    """Sortable by time; a suffix keeps two runs in the same second apart."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    run_id, i = stamp, 1
+    while (RESULTS_DIR / run_id).exists():
+        i += 1
+        run_id = f"{stamp}-{i}"
+    return run_id
+
+
+def resolve(run: str, base: Path = RESULTS_DIR) -> Path:
+    """A run folder from its id, 'latest', or a path."""
+    path = Path(run)
+    if not path.is_absolute() and not path.exists():
+        path = base / run
+    path = path.resolve()
+    if not (path / "run.json").is_file():
+        raise FileNotFoundError(f"no run at {path} (expected a run id under {base})")
+    return path
+
+
+class RunDir:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.run_id = path.name
+        self.csv_path = path / "results.csv"
+        self.summaries = path / "k6"
+        self.logs = path / "logs"
+
+    @classmethod
+    def create(cls, base: Path = RESULTS_DIR) -> RunDir:
+        base.mkdir(parents=True, exist_ok=True)
+        run = cls(base / new_run_id())
+        for p in (run.path, run.summaries, run.logs):
+            p.mkdir(parents=True, exist_ok=True)
+        with run.csv_path.open("w", newline="") as f:
+            csv.writer(f).writerow(COLUMNS)
+        run.point_latest()
+        return run
+
+    def point_latest(self) -> None:
+        link = self.path.parent / "latest"
+        tmp = self.path.parent / f".latest-{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        tmp.symlink_to(self.path.name)
+        tmp.replace(link)  # atomic: readers never see a missing link
+
+    def append(self, row: dict[str, Any]) -> None:
+        """One cell's row, on disk before the next cell starts."""
+        with self.csv_path.open("a", newline="") as f:
+            csv.DictWriter(f, COLUMNS, extrasaction="ignore").writerow(
+                {k: _cell(row.get(k)) for k in COLUMNS}
+            )
+            f.flush()
+            os.fsync(f.fileno())
+
+    def rows(self) -> list[dict[str, str]]:
+        with self.csv_path.open(newline="") as f:
+            return list(csv.DictReader(f))
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        tmp = self.path / "run.json.tmp"
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n")
+        tmp.replace(self.path / "run.json")
+
+    def meta(self) -> dict[str, Any]:
+        return json.loads((self.path / "run.json").read_text())
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) < 1e15 else str(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return value
+
+
+def _run(*cmd: str) -> str:
+    try:
+        return subprocess.run(
+            cmd, capture_output=True, text=True, cwd=ROOT, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def machine() -> dict[str, Any]:
+    cpu_model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu_model": cpu_model,
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "os": platform.platform(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "hostname": platform.node(),
+    }
+
+
+def provenance(k6: str) -> dict[str, Any]:
+    return {
+        "git_commit": _run("git", "rev-parse", "HEAD"),
+        "git_dirty": bool(_run("git", "status", "--porcelain")),
+        "machine": machine(),
+        "versions": {
+            "k6": _run(k6, "version"),
+            "python": platform.python_version(),
+            "go": _run("go", "version"),
+        },
+    }

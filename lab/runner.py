@@ -1,0 +1,319 @@
+"""Runs a list of cells into a run folder. One cell: a fresh server pinned to its own CPUs,
+/health, a short warm-up, the measured k6 run (with the server tree and k6 sampled), then a
+stop that must leave nothing behind. A failing cell becomes an error row; the run goes on."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from lab import loadgen, model, server
+from lab.contract import load
+from lab.matrix import Cell
+from lab.progress import Progress, clock
+from lab.results import RunDir, provenance
+from lab.sampler import Sampler
+from lab.targets import find
+
+OVERHEAD_ESTIMATE_S = 4.0  # start, health, warm-up, stop: what a cell costs beyond its load
+KNOBS = ("WORKERS", "THREADS", "EXECUTOR_THREADS", "POOL_PROCESSES", "GOMAXPROCS")
+
+
+@dataclass
+class Options:
+    url: str | None = None  # benchmark a running server: no local lifecycle
+    port: int | None = None  # fixed port for local servers (default: a free one per cell)
+    canary_rate: int = loadgen.CANARY_RATE
+    health_timeout: float = 30.0
+    pin: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def cpu_split(pin: bool = True) -> tuple[list[int] | None, list[int] | None]:
+    """Disjoint CPU sets for the server and the load side (k6, the upstream service).
+    The server gets the larger half; with a single CPU nothing is pinned."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if not pin or len(cpus) < 2:
+        return None, None
+    half = math.ceil(len(cpus) / 2)
+    return cpus[:half], cpus[half:]
+
+
+def estimate_s(cells: list[Cell]) -> float:
+    return sum(c.duration_s + OVERHEAD_ESTIMATE_S for c in cells)
+
+
+def _one_line(text: str, limit: int = 600) -> str:
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())[-limit:]
+
+
+class Runner:
+    def __init__(self, run: RunDir, options: Options) -> None:
+        self.run = run
+        self.options = options
+        self.contract = load()
+        self.server_cpus, self.k6_cpus = cpu_split(options.pin and not options.url)
+        self.upstream: server.ServerProcess | None = None
+        self.servers: dict[str, Any] = {}
+
+    # --- the run ------------------------------------------------------------------------
+
+    def execute(self, cells: list[Cell], done: set[str]) -> list[dict[str, Any]]:
+        """Run every cell whose id is not in `done`; returns this session's rows."""
+        todo = [c for c in cells if c.id not in done]
+        print(
+            f"run {self.run.run_id}: {len(todo)} cells to run"
+            + (f" ({len(done)} already done)" if done else "")
+            + f", about {clock(estimate_s(todo))}; server CPUs {self.server_cpus or 'all'}, "
+            f"k6 CPUs {self.k6_cpus or 'all'}",
+            file=sys.stderr,
+        )
+        progress = Progress(len(todo), estimate_s(todo))
+        rows: list[dict[str, Any]] = []
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            for cell in todo:
+                progress.show(cell.id)
+                row = self.cell(cell, index=len(done) + len(rows) + 1)
+                self.run.append(row)
+                rows.append(row)
+                progress.advance(_brief(row))
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            if self.upstream:
+                self.upstream.stop()
+                self.upstream = None
+        return rows
+
+    def _upstream_url(self) -> str:
+        if self.upstream is None or not self.upstream.alive():
+            if self.upstream:
+                self.upstream.stop()
+            self.upstream = server.upstream_server(cpus=self.k6_cpus).start()
+        return self.upstream.url
+
+    # --- one cell -------------------------------------------------------------------------
+
+    def cell(self, cell: Cell, index: int) -> dict[str, Any]:
+        endpoint = self.contract[cell.endpoint]
+        row: dict[str, Any] = {
+            "run_id": self.run.run_id,
+            "cell": cell.id,
+            "target": cell.target,
+            "profile": cell.profile,
+            "endpoint": cell.endpoint,
+            "ms": cell.param("ms"),
+            "n": cell.param("n"),
+            "vus": cell.vus,
+            "rate": cell.rate,
+            "duration_s": cell.duration_s,
+            "repeat": cell.repeat,
+            "status": "ok",
+            "error": "",
+            "server_cpus": _cpus(self.server_cpus) if not self.options.url else "",
+            "k6_cpus": _cpus(self.k6_cpus),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        stem = (
+            f"{index:04d}-{cell.target}-{cell.profile}-{cell.endpoint}-v{cell.vus}-r{cell.repeat}"
+        )
+        proc: server.ServerProcess | None = None
+        k6run: loadgen.K6Run | None = None
+        try:
+            if self.options.url:
+                base = self.options.url.rstrip("/")
+            else:
+                upstream_url = self._upstream_url() if endpoint.kind == "upstream" else ""
+                proc = server.target_server(
+                    find(cell.target),
+                    cell.profile,
+                    port=self.options.port,
+                    cpus=self.server_cpus,
+                    upstream_url=upstream_url or "http://127.0.0.1:9",
+                    log=self.run.logs / f"{stem}-server.log",
+                )
+                proc.start(self.options.health_timeout)
+                base = proc.url
+            status, info = server.get_json(f"{base}/info")
+            info = info if status == 200 and isinstance(info, dict) else {}
+            self.servers.setdefault(f"{cell.target}/{cell.profile}", info)
+            row.update(
+                workers=info.get("workers"),
+                threads=info.get("threads"),
+                capacity=info.get("capacity", {}).get(cell.endpoint),
+            )
+            warm_up(base, endpoint.path, cell)
+            service_ms = (
+                calibrate(base, endpoint.path, cell)
+                if endpoint.kind == "cpu"
+                else endpoint.service_ms(dict(cell.params))
+            )
+            row["service_ms"] = service_ms
+            summary = self.run.summaries / f"{stem}.json"
+            k6run = loadgen.start(
+                cell,
+                base,
+                summary,
+                self.run.logs / f"{stem}-k6.log",
+                self.k6_cpus,
+                self.options.canary_rate,
+            )
+            pids = {"k6": k6run.proc.pid, **({"server": proc.pid} if proc else {})}
+            sampler = Sampler(pids).start()
+            code = k6run.wait(timeout=cell.duration_s + 180)
+            usage = sampler.stop()
+            row.update(_usage(usage, self.k6_cpus))
+            data = loadgen.read_summary(summary)
+            if proc and not proc.alive():
+                raise CellError(
+                    f"server exited with {proc.proc.returncode} during the cell: "  # type: ignore[union-attr]
+                    + proc.log_tail()
+                )
+            if data is None:
+                raise CellError(f"k6 exited with {code} and wrote no summary: {k6run.log_tail()}")
+            row.update(loadgen.parse_summary(data))
+            if not row["requests"] or (row["failed_rate"] or 0) >= 1.0:
+                tail = proc.log_tail() if proc else ""
+                raise CellError(f"no successful requests (server stopped answering?) {tail}")
+            row.update(self.model(cell, endpoint.kind, service_ms, info, row))
+        except (CellError, server.ServerError, OSError) as exc:
+            row.update(status="error", error=_one_line(str(exc)))
+        finally:
+            if k6run:
+                k6run.kill()
+            if proc:
+                report = proc.stop()
+                if not report.clean and row["status"] == "ok":
+                    row["error"] = f"stop needed SIGKILL for {report.leftover}"
+        return row
+
+    def model(
+        self, cell: Cell, kind: str, service_ms: float | None, info: dict[str, Any], row: dict
+    ) -> dict[str, Any]:
+        p = model.predict(kind, cell.endpoint, service_ms, cell.vus, cell.rate, info)
+        eff = model.efficiency(row.get("rps"), p.rps)
+        return {
+            "predicted_rps": p.rps,
+            "predicted_latency_ms": p.latency_ms,
+            "efficiency": eff,
+            "verdict": model.verdict(eff, bool(row.get("loadgen_bound"))),
+        }
+
+
+class CellError(RuntimeError):
+    """The cell could not be measured; the message says why."""
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _cpus(cpus: list[int] | None) -> str:
+    return " ".join(map(str, cpus)) if cpus else ""
+
+
+def _usage(usage: dict[str, Any], k6_cpus: list[int] | None) -> dict[str, Any]:
+    k6 = usage.get("k6")
+    srv = usage.get("server")
+    k6_pct = k6.cpu_pct if k6 else None
+    budget = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
+    return {
+        "server_cpu_pct": srv.cpu_pct if srv else None,
+        "server_rss_mb": srv.rss_mb if srv else None,
+        "k6_cpu_pct": k6_pct,
+        "loadgen_bound": k6_pct is not None and k6_pct >= model.LOADGEN_BOUND_PCT * budget,
+    }
+
+
+def _brief(row: dict[str, Any]) -> str:
+    if row["status"] != "ok":
+        return f"ERROR {row['error'][:100]}"
+    eff = row.get("efficiency")
+    eff_text = f" eff {eff:.2f}" if eff else ""
+    return f"{row['rps']:.1f} rps, p95 {row['lat_p95_ms']:.0f} ms{eff_text} ({row['verdict']})"
+
+
+def _query(cell: Cell, **override: int) -> str:
+    values = {**dict(cell.params), **override}
+    return "?" + "&".join(f"{k}={v}" for k, v in values.items()) if values else ""
+
+
+def warm_up(base: str, path: str, cell: Cell) -> None:
+    """Wake up thread pools, pool processes and connections with small requests at once."""
+    small = {k: v for k, v in {"ms": 1, "n": 1}.items() if cell.param(k) is not None}
+    url = f"{base}{path}{_query(cell, **small)}"
+    k = min(cell.vus, 16)
+    with ThreadPoolExecutor(k) as pool:
+        list(pool.map(lambda _: server.get_json(url, timeout=30), range(k)))
+
+
+def calibrate(base: str, path: str, cell: Cell, samples: int = 5) -> float:
+    """Service time of a CPU request on this server: the median of one-at-a-time requests."""
+    url = f"{base}{path}{_query(cell)}"
+    times = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        status, _ = server.get_json(url, timeout=60)
+        if status != 200:
+            raise CellError(f"calibration request answered {status}")
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def start_run(
+    runner: Runner, cells: list[Cell], matrix: dict[str, Any], argv: list[str]
+) -> dict[str, Any]:
+    """Write run.json before the first cell, so an interrupted run can be resumed."""
+    run, options = runner.run, runner.options
+    meta = {
+        "run_id": run.run_id,
+        "status": "running",
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": argv,
+        "options": options.to_json(),
+        "matrix": matrix,
+        "knobs": {k: os.environ[k] for k in KNOBS if k in os.environ},
+        "cpus": {"server": runner.server_cpus, "k6": runner.k6_cpus},
+        **provenance(loadgen.binary()),
+        "servers": {},
+        "cells": [c.to_json() for c in cells],
+    }
+    run.write_meta(meta)
+    return meta
+
+
+def finish_run(run: RunDir, meta: dict[str, Any], runner: Runner, status: str) -> None:
+    meta["servers"] = {**meta.get("servers", {}), **runner.servers}
+    meta["status"] = status
+    meta["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    run.write_meta(meta)
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    head = f"{'cell':<52} {'rps':>9} {'p95 ms':>9} {'eff':>5}  verdict"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"{r['cell']:<52} {'error':>9}  {r['error'][:60]}")
+            continue
+        eff = f"{r['efficiency']:.2f}" if r.get("efficiency") else "-"
+        lines.append(
+            f"{r['cell']:<52} {r['rps']:>9.1f} {r['lat_p95_ms']:>9.1f} {eff:>5}  {r['verdict']}"
+        )
+    return "\n".join(lines)
+
+
+def resume_cells(run: RunDir) -> tuple[list[Cell], set[str]]:
+    meta = run.meta()
+    cells = [Cell.from_json(c) for c in meta["cells"]]
+    done = {r["cell"] for r in run.rows()}
+    return cells, done

@@ -1,0 +1,87 @@
+"""Samples CPU and memory of process trees while a cell runs: the server with all its
+workers and pool processes, and k6 itself."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass
+
+import psutil
+
+
+@dataclass
+class Usage:
+    cpu_pct: float | None  # CPU time over wall time, in % of one core (200 = two cores busy)
+    rss_mb: float | None  # peak resident memory of the whole tree
+    samples: int
+
+
+class _Tree:
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.start_cpu: dict[int, float] = {}
+        self.last_cpu: dict[int, float] = {}
+        self.peak_rss = 0
+        self.samples = 0
+
+    def processes(self) -> list[psutil.Process]:
+        try:
+            top = psutil.Process(self.pid)
+            return [top, *top.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def sample(self, first: bool = False) -> None:
+        rss = 0
+        for p in self.processes():
+            with contextlib.suppress(psutil.Error):
+                t = p.cpu_times()
+                used = t.user + t.system
+                # A process born during the window counts from zero.
+                self.start_cpu.setdefault(p.pid, used if first else 0.0)
+                self.last_cpu[p.pid] = used
+                rss += p.memory_info().rss
+        self.peak_rss = max(self.peak_rss, rss)
+        self.samples += 1
+
+    def cpu_seconds(self) -> float:
+        return sum(self.last_cpu[pid] - self.start_cpu[pid] for pid in self.last_cpu)
+
+
+class Sampler:
+    """Call start() when the load starts and stop() when it ends."""
+
+    def __init__(self, pids: dict[str, int], interval: float = 0.25) -> None:
+        self.trees = {name: _Tree(pid) for name, pid in pids.items()}
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._started = 0.0
+        self._wall = 0.0
+
+    def start(self) -> Sampler:
+        for tree in self.trees.values():
+            tree.sample(first=True)
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            for tree in self.trees.values():
+                tree.sample()
+
+    def stop(self) -> dict[str, Usage]:
+        self._stop.set()
+        self._thread.join()
+        for tree in self.trees.values():
+            tree.sample()
+        self._wall = time.monotonic() - self._started
+        return {name: self._usage(t) for name, t in self.trees.items()}
+
+    def _usage(self, tree: _Tree) -> Usage:
+        if not self._wall or tree.samples < 2:
+            return Usage(None, None, tree.samples)
+        return Usage(100.0 * tree.cpu_seconds() / self._wall, tree.peak_rss / 2**20, tree.samples)
