@@ -60,6 +60,7 @@ class RunDir:
         self.csv_path = path / "results.csv"
         self.summaries = path / "k6"
         self.logs = path / "logs"
+        self.timelines = path / "timelines"
 
     @classmethod
     def create(cls, base: Path = RESULTS_DIR) -> RunDir:

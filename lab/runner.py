@@ -4,6 +4,7 @@ stop that must leave nothing behind. A failing cell becomes an error row; the ru
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -14,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lab import loadgen, model, server
+from lab import loadgen, model, probe, server
 from lab.contract import load
 from lab.matrix import Cell
 from lab.progress import Progress, clock
@@ -23,6 +24,8 @@ from lab.sampler import Sampler
 from lab.targets import find
 
 OVERHEAD_ESTIMATE_S = 4.0  # start, health, warm-up, stop: what a cell costs beyond its load
+TIMELINE_KINDS = ("sleep", "cpu")
+TIMELINE_MAX = 24  # requests in one timeline batch
 KNOBS = ("WORKERS", "THREADS", "EXECUTOR_THREADS", "POOL_PROCESSES", "GOMAXPROCS")
 
 
@@ -185,6 +188,8 @@ class Runner:
                 tail = proc.log_tail() if proc else ""
                 raise CellError(f"no successful requests (server stopped answering?) {tail}")
             row.update(self.model(cell, endpoint.kind, service_ms, info, row))
+            if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:
+                self.timeline(base, endpoint.path, cell, row, stem)
         except (CellError, server.ServerError, OSError) as exc:
             row.update(status="error", error=_one_line(str(exc)))
         finally:
@@ -195,6 +200,34 @@ class Runner:
                 if not report.clean and row["status"] == "ok":
                     row["error"] = f"stop needed SIGKILL for {report.leftover}"
         return row
+
+    def timeline(self, base: str, path: str, cell: Cell, row: dict[str, Any], stem: str) -> None:
+        """Per-request start, end and worker pid of a batch of 2 x capacity requests released
+        at once (the picture tutorials draw from access logs), for the report."""
+        capacity = row.get("capacity")
+        k = min(TIMELINE_MAX, 2 * capacity) if capacity else TIMELINE_MAX // 2
+        try:
+            _, replies = probe.batch(base, path + _query(cell), k, timeout=60)
+        except (OSError, RuntimeError):
+            return  # a picture we could not take is no reason to fail the measured cell
+        self.run.timelines.mkdir(exist_ok=True)
+        requests = [
+            {
+                "start_ms": r.start * 1000,
+                "end_ms": r.end * 1000,
+                "pid": r.body.get("pid") if isinstance(r.body, dict) else None,
+            }
+            for r in replies
+        ]
+        doc = {
+            "cell": cell.id,
+            "target": cell.target,
+            "profile": cell.profile,
+            "endpoint": cell.endpoint,
+            "capacity": capacity,
+            "requests": requests,
+        }
+        (self.run.timelines / f"{stem}.json").write_text(json.dumps(doc, indent=1))
 
     def model(
         self, cell: Cell, kind: str, service_ms: float | None, info: dict[str, Any], row: dict

@@ -1,84 +1,12 @@
-"""HTTP probes for the tests: one timed request, and a batch of K requests released at once."""
+"""Helpers for the tests: the lab's timed probes, and a look inside JSON bodies."""
 
 from __future__ import annotations
 
-import http.client
-import json
-import threading
-import time
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
+from lab.probe import Reply, batch, get
 
-@dataclass
-class Reply:
-    status: int
-    content_type: str
-    body: Any  # decoded JSON, or the raw text when it is not JSON
-    seconds: float
-
-
-def _connect(base: str, timeout: float) -> http.client.HTTPConnection:
-    parts = urlsplit(base)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
-    conn.connect()
-    return conn
-
-
-def _exchange(conn: http.client.HTTPConnection, path: str) -> tuple[int, str, Any]:
-    conn.request("GET", path)
-    response = conn.getresponse()
-    raw = response.read()
-    content_type = response.getheader("Content-Type", "")
-    try:
-        body: Any = json.loads(raw)
-    except ValueError:
-        body = raw.decode(errors="replace")
-    return response.status, content_type, body
-
-
-def get(base: str, path: str, timeout: float = 30.0) -> Reply:
-    """One GET on a fresh, already open connection; seconds covers request to full response."""
-    conn = _connect(base, timeout)
-    try:
-        started = time.perf_counter()
-        status, content_type, body = _exchange(conn, path)
-        return Reply(status, content_type, body, time.perf_counter() - started)
-    finally:
-        conn.close()
-
-
-def batch(base: str, path: str, k: int, timeout: float = 30.0) -> tuple[float, list[Reply]]:
-    """K concurrent GETs: all connections open first, then every request is sent at once.
-    Returns the wall time from release to the last response, and the replies."""
-    conns = [_connect(base, timeout) for _ in range(k)]
-    release = threading.Barrier(k + 1)
-    replies: list[Reply | BaseException] = [RuntimeError("no reply")] * k
-
-    def one(i: int) -> None:
-        release.wait()
-        started = time.perf_counter()
-        try:
-            status, content_type, body = _exchange(conns[i], path)
-            replies[i] = Reply(status, content_type, body, time.perf_counter() - started)
-        except BaseException as exc:  # reported by the caller
-            replies[i] = exc
-
-    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(k)]
-    for t in threads:
-        t.start()
-    release.wait()
-    started = time.perf_counter()
-    for t in threads:
-        t.join(timeout + 5)
-    elapsed = time.perf_counter() - started
-    for c in conns:
-        c.close()
-    failed = [r for r in replies if isinstance(r, BaseException)]
-    if failed:
-        raise AssertionError(f"{len(failed)} of {k} requests failed: {failed[0]!r}")
-    return elapsed, replies  # type: ignore[return-value]
+__all__ = ["Reply", "batch", "get", "string_values"]
 
 
 def string_values(node: Any) -> set[str]:

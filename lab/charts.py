@@ -1,0 +1,341 @@
+"""The report's charts as pure functions: plain data in, a matplotlib figure out, then the
+figure as an SVG string (inlined in report.html) or a PNG file. Nothing here reads a run."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import LinearSegmentedColormap, Normalize  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+plt.rcParams.update(
+    {
+        "svg.fonttype": "none",  # text stays text: smaller SVG, selectable in the browser
+        "svg.hashsalt": "lab-report",  # stable ids, so two builds of a run are identical
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "figure.dpi": 100,
+    }
+)
+
+LOG_SPAN = 30.0  # a value axis goes logarithmic when its largest value is 30x its smallest
+GREY = "#c8c8c8"
+PREDICTED = "#222222"
+# efficiency: red far below the model, green on it, blue far above; log2 scale, 1/8 .. 8
+EFFICIENCY_CMAP = LinearSegmentedColormap.from_list(
+    "efficiency",
+    [(0.0, "#b2182b"), (0.35, "#f4a582"), (0.5, "#1a9850"), (0.65, "#92c5de"), (1.0, "#2166ac")],
+)
+EFFICIENCY_RANGE = 3.0  # log2: colours saturate at 1/8 and 8
+
+
+@dataclass(frozen=True)
+class Bar:
+    series: str  # target/profile
+    category: str  # endpoint
+    value: float | None
+    predicted: float | None = None
+    flagged: bool = False  # load generator was the bottleneck
+
+
+@dataclass(frozen=True)
+class Span:
+    label: str
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    predicted: float | None = None
+
+
+@dataclass(frozen=True)
+class Line:
+    series: str
+    vus: Sequence[float]
+    rps: Sequence[float | None]
+    p95: Sequence[float | None]
+    predicted: Sequence[float | None]
+
+
+@dataclass(frozen=True)
+class Request:
+    start_ms: float
+    end_ms: float
+    pid: int
+
+
+def colours(n: int) -> list[str]:
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [matplotlib.colors.to_hex(cmap(i % cmap.N)) for i in range(n)]
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _wants_log(values: Sequence[float | None]) -> bool:
+    positive = [v for v in values if v is not None and v > 0]
+    return bool(positive) and max(positive) / min(positive) >= LOG_SPAN
+
+
+def throughput(bars: Sequence[Bar], title: str) -> Figure:
+    """Grouped bars of measured rps per endpoint, one colour per target/profile; the model's
+    prediction is a black tick over each bar. Hatched bars: the load generator was the limit."""
+    categories = _unique([b.category for b in bars])
+    series = _unique([b.series for b in bars])
+    palette = dict(zip(series, colours(len(series)), strict=True))
+    width = 0.8 / max(len(series), 1)
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.9 + 0.22 * len(bars) + 0.3 * len(categories)), 4.2))
+    for b in bars:
+        i, j = categories.index(b.category), series.index(b.series)
+        x = i - 0.4 + width * (j + 0.5)
+        if b.value is not None:
+            ax.bar(
+                x,
+                b.value,
+                width * 0.92,
+                color=palette[b.series],
+                hatch="///" if b.flagged else None,
+                edgecolor="#555555" if b.flagged else palette[b.series],
+                linewidth=0.5,
+            )
+        if b.predicted is not None:
+            ax.plot(
+                [x - width * 0.5, x + width * 0.5],
+                [b.predicted, b.predicted],
+                color=PREDICTED,
+                linewidth=2,
+                solid_capstyle="butt",
+            )
+            ax.plot(x, b.predicted, marker="D", markersize=3.5, color=PREDICTED)
+    if _wants_log([b.value for b in bars] + [b.predicted for b in bars]):
+        ax.set_yscale("log")
+    ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+    ax.set_ylabel("requests per second")
+    ax.set_title(title)
+    handles = [Patch(color=palette[s], label=s) for s in series]
+    handles.append(
+        matplotlib.lines.Line2D([], [], color=PREDICTED, marker="D", markersize=3.5, label="model")
+    )
+    if any(b.flagged for b in bars):
+        handles.append(Patch(facecolor="white", edgecolor="#555555", hatch="///", label="loadgen"))
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="x", visible=False)
+    fig.tight_layout()
+    return fig
+
+
+def latency(spans: Sequence[Span], title: str) -> Figure:
+    """One row per cell: a line from p50 to p99 with p50 (o), p95 (s) and p99 (^) marked and
+    the model's mean latency as an x."""
+    fig, ax = plt.subplots(figsize=(9.0, max(2.0, 0.8 + 0.24 * len(spans))))
+    ys = list(range(len(spans)))[::-1]
+    for y, s in zip(ys, spans, strict=True):
+        known = [v for v in (s.p50, s.p99) if v is not None]
+        if len(known) == 2:
+            ax.plot(known, [y, y], color="#888888", linewidth=1.2, zorder=1)
+        for value, marker, colour in (
+            (s.p50, "o", "#1f77b4"),
+            (s.p95, "s", "#ff7f0e"),
+            (s.p99, "^", "#d62728"),
+        ):
+            if value is not None:
+                ax.plot(value, y, marker=marker, color=colour, markersize=5, zorder=2)
+        if s.predicted is not None:
+            ax.plot(s.predicted, y, marker="x", color=PREDICTED, markersize=6, zorder=3)
+    values = [v for s in spans for v in (s.p50, s.p95, s.p99, s.predicted)]
+    if _wants_log(values):
+        ax.set_xscale("log")
+    ax.set_yticks(ys, [s.label for s in spans])
+    ax.set_ylim(-0.7, len(spans) - 0.3)
+    ax.set_xlabel("latency (ms)")
+    ax.set_title(title)
+    ax.grid(axis="y", visible=False)
+    legend = [
+        matplotlib.lines.Line2D([], [], marker=m, color=c, linestyle="", label=lbl)
+        for m, c, lbl in (
+            ("o", "#1f77b4", "p50"),
+            ("s", "#ff7f0e", "p95"),
+            ("^", "#d62728", "p99"),
+            ("x", PREDICTED, "model (mean)"),
+        )
+    ]
+    ax.legend(handles=legend, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def efficiency_heatmap(
+    rows: Sequence[str],
+    columns: Sequence[str],
+    cells: dict[tuple[str, str], tuple[float | None, bool]],
+    title: str,
+) -> Figure:
+    """measured/predicted per row x column; (efficiency, loadgen-bound) per cell. Cells with
+    no model are grey, those never measured are left blank."""
+    fig, ax = plt.subplots(
+        figsize=(max(5.0, 1.8 + 0.75 * len(columns)), max(1.8, 1.0 + 0.42 * len(rows)))
+    )
+    norm = Normalize(-EFFICIENCY_RANGE, EFFICIENCY_RANGE)
+    for i, row in enumerate(rows):
+        for j, col in enumerate(columns):
+            if (row, col) not in cells:
+                continue
+            eff, flagged = cells[(row, col)]
+            if eff is None or eff <= 0:
+                colour, text, ink = GREY, "no model", "#555555"
+            else:
+                level = norm(max(-EFFICIENCY_RANGE, min(EFFICIENCY_RANGE, math.log2(eff))))
+                colour = EFFICIENCY_CMAP(level)
+                text = f"{eff:.2f}"
+                ink = "white" if abs(level - 0.5) > 0.3 else "black"
+            if flagged:
+                text += "\nloadgen"
+            ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white"))
+            ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=7.5, color=ink)
+    ax.set_xlim(0, len(columns))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(columns))], columns, rotation=30, ha="right")
+    ax.set_yticks([i + 0.5 for i in range(len(rows))], rows)
+    ax.tick_params(length=0)
+    ax.grid(False)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
+    mappable = plt.cm.ScalarMappable(norm=norm, cmap=EFFICIENCY_CMAP)
+    bar = fig.colorbar(mappable, ax=ax, fraction=0.04, pad=0.02)
+    ticks = range(-int(EFFICIENCY_RANGE), int(EFFICIENCY_RANGE) + 1)
+    bar.set_ticks(list(ticks), labels=[_ratio(2.0**t) for t in ticks])
+    bar.set_label("measured / predicted rps")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def _ratio(value: float) -> str:
+    return f"{value:g}" if value >= 1 else f"1/{1 / value:g}"
+
+
+def sweep(lines: Sequence[Line], title: str) -> Figure:
+    """rps (left) and p95 latency (right) against VUs, one colour per target/profile; the
+    model's rps is the dashed line in the same colour."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 3.8))
+    palette = colours(len(lines))
+    for line, colour in zip(lines, palette, strict=True):
+        left.plot(line.vus, _nan(line.rps), marker="o", color=colour, label=line.series)
+        if any(p is not None for p in line.predicted):
+            left.plot(line.vus, _nan(line.predicted), linestyle="--", color=colour, alpha=0.8)
+        right.plot(line.vus, _nan(line.p95), marker="o", color=colour, label=line.series)
+    all_vus = [v for line in lines for v in line.vus]
+    for ax in (left, right):
+        if _wants_log(all_vus) or (all_vus and max(all_vus) / max(min(all_vus), 1) >= 10):
+            ax.set_xscale("log")
+        ax.set_xlabel("virtual users (concurrent requests)")
+    if _wants_log([v for line in lines for v in (*line.rps, *line.predicted)]):
+        left.set_yscale("log")
+    if _wants_log([v for line in lines for v in line.p95]):
+        right.set_yscale("log")
+    left.set_ylabel("requests per second")
+    right.set_ylabel("p95 latency (ms)")
+    left.set_title("throughput (dashed: model)")
+    right.set_title("p95 latency")
+    right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def _nan(values: Sequence[float | None]) -> list[float]:
+    return [math.nan if v is None else v for v in values]
+
+
+def canary(bars: Sequence[Bar], title: str) -> Figure:
+    """The /hello canary's p99 (bar) and p50 (white dot) while each endpoint was under load,
+    one colour per target/profile. `value` is p99, `predicted` carries p50."""
+    categories = _unique([b.category for b in bars])
+    series = _unique([b.series for b in bars])
+    palette = dict(zip(series, colours(len(series)), strict=True))
+    width = 0.8 / max(len(series), 1)
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.9 + 0.22 * len(bars) + 0.3 * len(categories)), 4.0))
+    for b in bars:
+        x = categories.index(b.category) - 0.4 + width * (series.index(b.series) + 0.5)
+        if b.value is not None:
+            ax.bar(x, b.value, width * 0.92, color=palette[b.series])
+        if b.predicted is not None:
+            ax.plot(x, b.predicted, marker="o", markersize=4, color="white", mec="#222222")
+    if _wants_log([b.value for b in bars] + [b.predicted for b in bars]):
+        ax.set_yscale("log")
+    ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+    ax.set_ylabel("/hello latency while loaded (ms)")
+    ax.set_title(title)
+    handles = [Patch(color=palette[s], label=s) for s in series]
+    handles.append(
+        matplotlib.lines.Line2D(
+            [], [], marker="o", color="white", mec="#222222", linestyle="", label="p50"
+        )
+    )
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="x", visible=False)
+    fig.tight_layout()
+    return fig
+
+
+def timeline(requests: Sequence[Request], title: str) -> Figure:
+    """Each request a horizontal bar from its start to its end, one row per request in start
+    order, coloured by the process (pid) that served it."""
+    ordered = sorted(requests, key=lambda r: (r.start_ms, r.end_ms))
+    origin = min((r.start_ms for r in ordered), default=0.0)
+    pids = sorted({r.pid for r in ordered})
+    palette = dict(zip(pids, colours(len(pids)), strict=True))
+    fig, ax = plt.subplots(figsize=(10.0, min(12.0, max(2.2, 1.2 + 0.09 * len(ordered)))))
+    for pid in pids:
+        rows = [(i, r) for i, r in enumerate(ordered) if r.pid == pid]
+        ax.barh(
+            [i for i, _ in rows],
+            [max(r.end_ms - r.start_ms, 0.0) for _, r in rows],
+            left=[r.start_ms - origin for _, r in rows],
+            height=0.8,
+            color=palette[pid],
+            label=f"pid {pid}",
+        )
+    ax.set_ylim(len(ordered) - 0.5, -0.5)
+    ax.set_xlabel("time since the first request started (ms)")
+    ax.set_ylabel("request (in start order)")
+    ax.set_title(title)
+    ax.grid(axis="y", visible=False)
+    if pids:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="served by")
+    fig.tight_layout()
+    return fig
+
+
+def to_svg(fig: Figure) -> str:
+    """The figure as an <svg> element (no XML prologue), ready to inline in HTML."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def save_png(fig: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=110, metadata={"Software": None})
+    return path
+
+
+def close(fig: Figure) -> None:
+    plt.close(fig)
