@@ -29,7 +29,16 @@ setup:
         echo "installing k6 {{k6_version}} into .tools/bin (about 1.5 min)"
         GOBIN="$PWD/.tools/bin" go install "go.k6.io/k6@{{k6_version}}"
     fi
-    echo "setup done: $({{python}} --version), $(go version | cut -d' ' -f3), $(.tools/bin/k6 version | cut -d' ' -f1-2)"
+    # Headless Chromium, for the report's browser test (Debian's package).
+    if ! command -v chromium >/dev/null; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+            echo "installing chromium (apt-get)"
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+        else
+            echo "chromium is missing: install Debian's 'chromium' package for the report test" >&2
+        fi
+    fi
+    echo "setup done: $({{python}} --version), $(go version | cut -d' ' -f3), $(.tools/bin/k6 version | cut -d' ' -f1-2), $(chromium --version 2>/dev/null || echo 'no chromium')"
 
 # Fail early, with the fix, when setup has not run.
 _ready:
@@ -58,6 +67,12 @@ bench target endpoint *options: _ready
 [group('bench')]
 bench-all *options: _ready
     @{{python}} -m lab bench-all "$@"
+
+# Compare two runs cell by cell: change in rps and p95, and whether it beats the noise.
+[no-exit-message]
+[group('bench')]
+compare run_a run_b: _ready
+    @{{python}} -m lab compare "$@"
 
 # The whole test suite: lint, Go tests, unit tests and the conformance suite over every target.
 [group('test')]

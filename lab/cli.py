@@ -244,6 +244,17 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
     return 1 if errors else 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from lab import compare
+
+    try:
+        a, b = (resolve(r) for r in (args.run_a, args.run_b))
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    print(compare.table(compare.compare(a, b)))
+    return 0
+
+
 def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", help="server profile: a name, 'default' or 'all'")
     p.add_argument("--vus", type=_int_list, help="virtual users (closed model), e.g. 50 or 1,10,50")
@@ -310,6 +321,15 @@ def parser() -> argparse.ArgumentParser:
     )
     _bench_arguments(p)
     p.set_defaults(run=lambda a: cmd_bench(a, all_targets=True))
+    p = sub.add_parser(
+        "compare",
+        help="compare two runs cell by cell",
+        description="Per cell: the change in rps and p95 from RUN_A to RUN_B, and whether it "
+        "exceeds the noise (repetitions' CV) measured in those runs.",
+    )
+    p.add_argument("run_a", help="run id under results/, 'latest', or a path")
+    p.add_argument("run_b", help="run id under results/, 'latest', or a path")
+    p.set_defaults(run=cmd_compare)
     return top
 
 
