@@ -7,32 +7,21 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"lab/go/internal/contract"
+	"lab/go/internal/serve"
 )
 
-const shutdownTimeout = 4 * time.Second // the launcher waits 5 s after SIGTERM
-
-func env(name, def string) string {
-	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
-		return v
-	}
-	return def
-}
+var env = serve.Env
 
 func configFromEnv() (config, error) {
 	cfg := config{
@@ -76,34 +65,13 @@ func run() error {
 		return err
 	}
 
-	addr := net.JoinHostPort(env("HOST", "127.0.0.1"), env("PORT", "8000"))
-	ln, err := net.Listen("tcp", addr)
+	ln, err := serve.Listen("8000")
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(os.Stderr, "gin %s: listening on http://%s (pid %d, GOMAXPROCS %d, cpu-pool %d)\n",
-		gin.Version, ln.Addr(), a.pid, runtime.GOMAXPROCS(0), cfg.poolSize)
-
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	stop() // a second signal kills the process the default way
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		// Requests still running after the timeout (long sleeps) are cut off.
-		_ = srv.Close()
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serve.Run(srv, ln, func() {
+		fmt.Fprintf(os.Stderr, "gin %s: listening on http://%s (pid %d, GOMAXPROCS %d, cpu-pool %d)\n",
+			gin.Version, ln.Addr(), a.pid, runtime.GOMAXPROCS(0), cfg.poolSize)
+	})
 }

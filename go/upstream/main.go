@@ -6,22 +6,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"lab/go/internal/contract"
+	"lab/go/internal/serve"
 )
-
-const shutdownTimeout = 4 * time.Second
 
 func writeJSON(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -68,13 +62,6 @@ func newHandler(c *contract.Contract) (http.Handler, error) {
 	return mux, nil
 }
 
-func env(name, def string) string {
-	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
-		return v
-	}
-	return def
-}
-
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "upstream:", err)
@@ -91,31 +78,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(env("HOST", "127.0.0.1"), env("PORT", "8001")))
+	ln, err := serve.Listen("8001")
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(os.Stderr, "upstream: listening on http://%s (pid %d)\n", ln.Addr(), os.Getpid())
-
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	stop()
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serve.Run(srv, ln, func() {
+		fmt.Fprintf(os.Stderr, "upstream: listening on http://%s (pid %d)\n", ln.Addr(), os.Getpid())
+	})
 }

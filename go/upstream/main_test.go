@@ -10,7 +10,7 @@ import (
 	"lab/go/internal/contract"
 )
 
-func serve(t *testing.T, h http.Handler, target string) (int, map[string]any, time.Duration) {
+func get(t *testing.T, h http.Handler, target string) (int, map[string]any, time.Duration) {
 	t.Helper()
 	w := httptest.NewRecorder()
 	start := time.Now()
@@ -28,7 +28,7 @@ func TestDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, body, took := serve(t, h, "/delay?ms=50")
+	code, body, took := get(t, h, "/delay?ms=50")
 	if code != 200 || body["ms"] != float64(50) {
 		t.Errorf("/delay?ms=50: %d %v", code, body)
 	}
@@ -36,15 +36,15 @@ func TestDelay(t *testing.T) {
 		t.Errorf("/delay?ms=50 took %v", took)
 	}
 	for _, q := range []string{"abc", "-1", "999999", "1.5", ""} {
-		code, body, _ := serve(t, h, "/delay?ms="+q)
+		code, body, _ := get(t, h, "/delay?ms="+q)
 		if code != http.StatusBadRequest || body["param"] != "ms" {
 			t.Errorf("/delay?ms=%s: %d %v; want 400 naming ms", q, code, body)
 		}
 	}
-	if code, body, _ := serve(t, h, "/health"); code != 200 || body["status"] != "ok" {
+	if code, body, _ := get(t, h, "/health"); code != 200 || body["status"] != "ok" {
 		t.Errorf("/health: %d %v", code, body)
 	}
-	if code, _, _ := serve(t, h, "/nope"); code != http.StatusNotFound {
+	if code, _, _ := get(t, h, "/nope"); code != http.StatusNotFound {
 		t.Errorf("/nope: %d", code)
 	}
 }

@@ -7,7 +7,6 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,7 +14,7 @@ import anyio.to_thread
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
-from lab import appinfo, knobs, pool, upstream
+from lab import appinfo, asgi, knobs, upstream
 from lab.contract import load
 from lab.work import fnv1a
 
@@ -32,23 +31,10 @@ Iterations = Query(ITERATIONS.default, ge=ITERATIONS.minimum, le=ITERATIONS.maxi
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    # Reading the limiter here also loads anyio's asyncio backend before the first request.
-    limiter = anyio.to_thread.current_default_thread_limiter()
-    threads = knobs.threads()
-    if threads is not None:
-        limiter.total_tokens = threads
-    app.state.executor_threads = knobs.executor_threads()
-    executor = ThreadPoolExecutor(app.state.executor_threads, thread_name_prefix="executor")
-    asyncio.get_running_loop().set_default_executor(executor)
-    app.state.pool_processes = knobs.pool_processes()
-    app.state.pool = pool.start(app.state.pool_processes)
-    app.state.session = upstream.open_session()
-    try:
+    asgi.size_anyio_pool()
+    async with asgi.serving(knobs.executor_threads()) as worker:
+        app.state.worker = worker
         yield
-    finally:
-        await app.state.session.close()
-        pool.stop(app.state.pool)
-        executor.shutdown(wait=False, cancel_futures=True)
 
 
 app = FastAPI(title="lab fastapi target", lifespan=lifespan, docs_url=None, redoc_url=None)
@@ -113,19 +99,19 @@ async def cpu(n: int = Iterations) -> dict[str, Any]:
 @app.get("/cpu-pool")
 async def cpu_pool(request: Request, n: int = Iterations) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(request.app.state.pool, fnv1a, n)
+    result = await loop.run_in_executor(request.app.state.worker.pool, fnv1a, n)
     return done("cpu-pool", n=n, result=result)
 
 
 @app.get("/upstream")
 async def upstream_(request: Request, ms: int = Ms, n: int = Waits) -> dict[str, Any]:
-    statuses = await upstream.fan_out(request.app.state.session, ms, n)
+    statuses = await upstream.fan_out(request.app.state.worker.session, ms, n)
     return done("upstream", ms=ms, n=n, statuses=statuses)
 
 
 @app.get("/upstream-seq")
 async def upstream_seq(request: Request, ms: int = Ms, n: int = Waits) -> dict[str, Any]:
-    statuses = await upstream.one_by_one(request.app.state.session, ms, n)
+    statuses = await upstream.one_by_one(request.app.state.worker.session, ms, n)
     return done("upstream-seq", ms=ms, n=n, statuses=statuses)
 
 
@@ -136,7 +122,7 @@ async def health() -> dict[str, Any]:
 
 @app.get("/info")
 async def info(request: Request) -> dict[str, Any]:
-    state = request.app.state
+    state = request.app.state.worker
     workers = knobs.workers()
     threads = anyio.to_thread.current_default_thread_limiter().total_tokens
     capacity = {

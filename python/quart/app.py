@@ -12,15 +12,13 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
-import aiohttp
 from quart import Quart, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from lab import appinfo, knobs, pool, upstream
+from lab import appinfo, asgi, knobs, upstream
 from lab.contract import load
 from lab.params import BadParam, parse
 from lab.work import fnv1a
@@ -32,18 +30,7 @@ app = Quart(__name__, static_folder=None)
 app.json.sort_keys = False  # type: ignore[attr-defined]  # keep fields in the order written
 
 
-class Worker:
-    """One worker process's resources, made in before_serving: Quart runs it in every worker,
-    after the server has started that process, on the worker's own event loop."""
-
-    executor_threads: int
-    executor: ThreadPoolExecutor
-    pool_processes: int
-    pool: ProcessPoolExecutor
-    session: aiohttp.ClientSession
-
-
-worker = Worker()
+worker: asgi.Worker  # this worker process's resources, while it serves (below)
 
 
 def executor_size() -> int:
@@ -60,21 +47,13 @@ def executor_size() -> int:
     return threads
 
 
-@app.before_serving
-async def start_worker() -> None:
-    worker.executor_threads = executor_size()
-    worker.executor = ThreadPoolExecutor(worker.executor_threads, thread_name_prefix="executor")
-    asyncio.get_running_loop().set_default_executor(worker.executor)
-    worker.pool_processes = knobs.pool_processes()
-    worker.pool = pool.start(worker.pool_processes)
-    worker.session = upstream.open_session()
-
-
-@app.after_serving
-async def stop_worker() -> None:
-    await worker.session.close()
-    pool.stop(worker.pool)
-    worker.executor.shutdown(wait=False, cancel_futures=True)
+@app.while_serving
+async def serve() -> AsyncIterator[None]:
+    # Quart runs this in every worker, after the server has started that process, on the
+    # worker's own event loop.
+    global worker
+    async with asgi.serving(executor_size()) as worker:
+        yield
 
 
 @app.errorhandler(BadParam)

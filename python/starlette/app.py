@@ -8,7 +8,6 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from lab import appinfo, knobs, pool, upstream
+from lab import appinfo, asgi, knobs, upstream
 from lab.contract import load
 from lab.params import BadParam, parse
 from lab.work import fnv1a
@@ -29,24 +28,10 @@ CONTRACT = load()
 
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
-    # Reading the limiter also imports anyio's asyncio backend now: left to the first `def`
-    # request, that lazy import costs it about 150 ms.
-    limiter = anyio.to_thread.current_default_thread_limiter()
-    threads = knobs.threads()
-    if threads is not None:
-        limiter.total_tokens = threads
-    app.state.executor_threads = knobs.executor_threads()
-    executor = ThreadPoolExecutor(app.state.executor_threads, thread_name_prefix="executor")
-    asyncio.get_running_loop().set_default_executor(executor)
-    app.state.pool_processes = knobs.pool_processes()
-    app.state.pool = pool.start(app.state.pool_processes)
-    app.state.session = upstream.open_session()
-    try:
+    asgi.size_anyio_pool()
+    async with asgi.serving(knobs.executor_threads()) as worker:
+        app.state.worker = worker
         yield
-    finally:
-        await app.state.session.close()
-        pool.stop(app.state.pool)
-        executor.shutdown(wait=False, cancel_futures=True)
 
 
 def params(request: Request, name: str) -> dict[str, int]:
@@ -108,19 +93,19 @@ async def cpu(request: Request) -> JSONResponse:
 async def cpu_pool(request: Request) -> JSONResponse:
     n = params(request, "cpu-pool")["n"]
     loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(request.app.state.pool, fnv1a, n)
+    result = await loop.run_in_executor(request.app.state.worker.pool, fnv1a, n)
     return done("cpu-pool", n=n, result=result)
 
 
 async def upstream_(request: Request) -> JSONResponse:
     p = params(request, "upstream")
-    statuses = await upstream.fan_out(request.app.state.session, p["ms"], p["n"])
+    statuses = await upstream.fan_out(request.app.state.worker.session, p["ms"], p["n"])
     return done("upstream", **p, statuses=statuses)
 
 
 async def upstream_seq(request: Request) -> JSONResponse:
     p = params(request, "upstream-seq")
-    statuses = await upstream.one_by_one(request.app.state.session, p["ms"], p["n"])
+    statuses = await upstream.one_by_one(request.app.state.worker.session, p["ms"], p["n"])
     return done("upstream-seq", **p, statuses=statuses)
 
 
@@ -129,7 +114,7 @@ async def health(request: Request) -> JSONResponse:
 
 
 async def info(request: Request) -> JSONResponse:
-    state = request.app.state
+    state = request.app.state.worker
     workers = knobs.workers()
     threads = int(anyio.to_thread.current_default_thread_limiter().total_tokens)
     capacity = {
