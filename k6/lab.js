@@ -101,6 +101,10 @@ const RATE = integer('RATE', undefined, 1, 10000000); // iterations/s; set: open
 const CANARY_RATE = integer('CANARY_RATE', 5, 0, 100000); // /hello per s; 0: no canary
 const DURATION = duration('DURATION', '10s');
 const TIMEOUT = duration('TIMEOUT', '120s');
+// How long requests still running when DURATION ends may finish. A saturated server keeps
+// completing at its full rate meanwhile, so a short grace leaves rps unbiased; k6's default
+// (30 s) would let a deep queue drain for half a minute.
+const GRACEFUL_STOP = duration('GRACEFUL_STOP', '3s');
 const SUMMARY = given('SUMMARY');
 
 const QUERY = Object.entries(PARAMS)
@@ -118,9 +122,16 @@ const scenarios = {
         duration: DURATION,
         preAllocatedVUs: VUS,
         maxVUs: VUS,
+        gracefulStop: GRACEFUL_STOP,
         exec: 'main',
       }
-    : { executor: 'constant-vus', vus: VUS, duration: DURATION, exec: 'main' },
+    : {
+        executor: 'constant-vus',
+        vus: VUS,
+        duration: DURATION,
+        gracefulStop: GRACEFUL_STOP,
+        exec: 'main',
+      },
 };
 if (CANARY_RATE > 0) {
   scenarios.canary = {
@@ -130,6 +141,7 @@ if (CANARY_RATE > 0) {
     duration: DURATION,
     preAllocatedVUs: 2,
     maxVUs: 50,
+    gracefulStop: GRACEFUL_STOP,
     exec: 'canary',
   };
 }
@@ -230,6 +242,7 @@ export function handleSummary(data) {
     duration: DURATION,
     canary_rate: CANARY_RATE,
     timeout: TIMEOUT,
+    graceful_stop: GRACEFUL_STOP,
     base_url: BASE_URL,
   };
   const out = { stdout: text(data, lab) };

@@ -139,6 +139,7 @@ def test_closed_run_summary(tmp_path: Path, base_url: str) -> None:
         "duration": "2s",
         "canary_rate": 5,
         "timeout": "120s",
+        "graceful_stop": "3s",
         "base_url": base_url,
     }
     assert "main" in stdout and "canary" in stdout and "p95" in stdout
