@@ -113,6 +113,18 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _port_number(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 1-65535, got {text!r}")
+    return int(text)
+
+
+def _non_negative(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return int(text)
+
+
 def _duration(text: str) -> str:
     try:
         if parse_duration(text) <= 0:
@@ -204,8 +216,13 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
     loadgen.binary()  # k6 missing: a one-line error before anything starts
     argv = ["bench-all" if all_targets else "bench", *sys.argv[2:]]
     if args.resume:
-        run = RunDir(resolve(args.resume, args.out or RESULTS_DIR))
+        try:
+            run = RunDir(resolve(args.resume, args.out or RESULTS_DIR))
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
         meta = run.meta()
+        meta["status"] = "running"
+        run.write_meta(meta)
         options = Options(**meta["options"])
         cells, done = resume_cells(run)
         runner = Runner(run, options)
@@ -231,7 +248,7 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
         kept = len(run.rows())
         print(
             f"\ninterrupted: {kept} rows kept in {run.csv_path}; finish the missing cells with:\n"
-            f"  just {'bench-all' if all_targets else 'bench'} --resume {run.run_id}",
+            f"  {resume_command(meta['command'], run)}",
             file=sys.stderr,
         )
         return 130
@@ -255,6 +272,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def resume_command(argv: list[str], run: RunDir) -> str:
+    """The command that finishes this run: the original recipe and positionals (bench needs
+    its TARGET ENDPOINT), with --resume and the run's folder."""
+    positionals = [argv[0]] + (
+        [a for a in argv[1:3] if not a.startswith("-")] if argv[0] == "bench" else []
+    )
+    return f"just {' '.join(positionals)} --resume {run.run_id} --out {run.path.parent}"
+
+
 def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", help="server profile: a name, 'default' or 'all'")
     p.add_argument("--vus", type=_int_list, help="virtual users (closed model), e.g. 50 or 1,10,50")
@@ -268,8 +294,12 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-remote", action="store_true", help="let --url name a non-loopback host")
     p.add_argument("--out", type=Path, help="results folder (default results/)")
     p.add_argument("--resume", metavar="RUN", help="finish the missing cells of an earlier run")
-    p.add_argument("--port", type=int, help="fixed port for the servers (default: a free one)")
-    p.add_argument("--canary-rate", type=int, help="canary /hello requests per second (0: off)")
+    p.add_argument(
+        "--port", type=_port_number, help="fixed port for the servers (default: a free one)"
+    )
+    p.add_argument(
+        "--canary-rate", type=_non_negative, help="canary /hello requests per second (0: off)"
+    )
     p.add_argument("--no-pin", action="store_true", help="do not pin server and k6 to CPUs")
 
 

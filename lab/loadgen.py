@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import ROOT
+from lab.contract import load
 from lab.matrix import Cell
 
 SCRIPT = ROOT / "k6" / "lab.js"
@@ -34,8 +35,13 @@ def binary() -> str:
 
 
 def environment(cell: Cell, base_url: str, summary: Path, canary_rate: int) -> dict[str, str]:
+    """k6's environment: the cell's values only. Variables the script reads that the cell does
+    not set (a RATE or N left in the user's shell) must not leak in."""
+    script_vars = {"RATE", "TIMEOUT", "GRACEFUL_STOP"} | {
+        p.name.upper() for e in load().endpoints for p in e.params
+    }
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in script_vars},
         "K6_NO_USAGE_REPORT": "true",
         "BASE_URL": base_url,
         "ENDPOINT": cell.endpoint,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from lab import ROOT
@@ -116,8 +116,11 @@ def _params(endpoint: str, matrix: Matrix, contract: Contract) -> tuple[tuple[st
         p = ep.param(name)
         if p is None:
             continue  # a global value (e.g. ms) simply does not apply to this endpoint
-        if not isinstance(value, int) or p.check(value):
-            raise MatrixError(f"{endpoint}: {p.check(value) or f'{name} must be an integer'}")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MatrixError(f"{endpoint}: {name} must be an integer, got {value!r}")
+        problem = p.check(value)
+        if problem:
+            raise MatrixError(f"{endpoint}: {problem}")
         values[name] = value
     return tuple(values.items())
 
@@ -165,6 +168,19 @@ def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -
                         )
     if matrix.repeat == 1:
         return base
-    cells = [Cell(**{**c.__dict__, "repeat": r}) for r in range(1, matrix.repeat + 1) for c in base]
-    random.Random(seed).shuffle(cells)
+    # Each repetition is a shuffled round of every cell, so repeats of one cell are spread
+    # over the run; where a round would start with the cell the previous one ended with,
+    # that cell moves to the round's end.
+    rng = random.Random(seed)
+    cells: list[Cell] = []
+    for r in range(1, matrix.repeat + 1):
+        round_ = [replace(c, repeat=r) for c in base]
+        rng.shuffle(round_)
+        if (
+            cells
+            and len(round_) > 1
+            and replace(round_[0], repeat=1) == replace(cells[-1], repeat=1)
+        ):
+            round_[0], round_[-1] = round_[-1], round_[0]
+        cells.extend(round_)
     return cells

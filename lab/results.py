@@ -32,13 +32,13 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def new_run_id() -> str:
-    """Sortable by time; a suffix keeps two runs in the same second apart."""
+def new_run_id(base: Path = RESULTS_DIR) -> str:
+    """Sortable by time; a zero-padded suffix keeps two runs in the same second apart."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     run_id, i = stamp, 1
-    while (RESULTS_DIR / run_id).exists():
+    while (base / run_id).exists():
         i += 1
-        run_id = f"{stamp}-{i}"
+        run_id = f"{stamp}-{i:02d}"
     return run_id
 
 
@@ -65,9 +65,15 @@ class RunDir:
     @classmethod
     def create(cls, base: Path = RESULTS_DIR) -> RunDir:
         base.mkdir(parents=True, exist_ok=True)
-        run = cls(base / new_run_id())
-        for p in (run.path, run.summaries, run.logs):
-            p.mkdir(parents=True, exist_ok=True)
+        while True:  # claim the id: mkdir fails if another run took it meanwhile
+            run = cls(base / new_run_id(base))
+            try:
+                run.path.mkdir()
+                break
+            except FileExistsError:
+                continue
+        for p in (run.summaries, run.logs):
+            p.mkdir()
         with run.csv_path.open("w", newline="") as f:
             csv.writer(f).writerow(COLUMNS)
         run.point_latest()

@@ -1,0 +1,489 @@
+"""The benchmark runner end to end: `python -m lab bench ...` in a subprocess, with real
+servers and real k6 on 127.0.0.1, short cells. Every process the runner starts is recorded
+while it runs, so each test can prove that nothing of the run is left afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from lab import ROOT, loadgen, server
+from lab.contract import load
+from lab.matrix import Cell
+from lab.results import COLUMNS, RunDir
+from lab.runner import KNOBS, cpu_split, estimate_s, resume_cells
+from lab.targets import discover
+
+# The runner's environment: nothing from the shell that k6 or the servers would read.
+ENV = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in {"RATE", "MS", "N", "TIMEOUT", "GRACEFUL_STOP", "PORT", "HOST", *KNOBS}
+}
+VERDICTS = {"as predicted", "below model", "above model", "loadgen-bound", "no model"}
+BENCH = [e.name for e in load().bench_endpoints()]
+
+
+# --- the runner as a watched subprocess --------------------------------------------------
+
+
+class LabRun:
+    """`python -m lab ARGS` with every process below it recorded (and its PORT, if any)."""
+
+    def __init__(self, args: list[str], logs: Path) -> None:
+        logs.mkdir(parents=True, exist_ok=True)
+        n = len(list(logs.glob("*.out")))
+        self.stdout_path = logs / f"{n}.out"
+        self.stderr_path = logs / f"{n}.err"
+        with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "lab", *args],
+                cwd=ROOT,
+                env=ENV,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+            )
+        self.seen: dict[int, psutil.Process] = {}
+        self.ports: set[int] = set()
+        self._no_port: set[int] = set()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        try:
+            top = psutil.Process(self.proc.pid)
+        except psutil.NoSuchProcess:
+            return
+        while not self._done.is_set() and self.proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                for p in top.children(recursive=True):
+                    with self._lock:
+                        if p.pid not in self.seen:
+                            self.seen[p.pid] = p
+                            self._no_port.add(p.pid)
+            for pid in list(self._no_port):  # environ changes at exec: read until it has PORT
+                with contextlib.suppress(psutil.Error):
+                    env = self.seen[pid].environ()
+                    if "LAB_CONTRACT" in env and env.get("PORT", "").isdigit():
+                        self.ports.add(int(env["PORT"]))
+                        self._no_port.discard(pid)
+            time.sleep(0.02)
+
+    def live(self, match: Callable[[psutil.Process], bool]) -> list[psutil.Process]:
+        with self._lock:
+            procs = list(self.seen.values())
+        found = []
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and match(p):
+                    found.append(p)
+        return found
+
+    def leftovers(self) -> list[str]:
+        found = []
+        for p in self.live(lambda _: True):
+            with contextlib.suppress(psutil.Error):
+                found.append(f"{p.pid} {' '.join(p.cmdline())[:200]}")
+        return found
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self._done.set()
+            self._thread.join(2)
+
+    @property
+    def stdout(self) -> str:
+        return self.stdout_path.read_text(errors="replace")
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def kill_all(self) -> None:
+        """Test teardown: end the runner and whatever it left, by PID only."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._done.set()
+        for p in self.live(lambda _: True):
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+
+
+def is_k6(p: psutil.Process) -> bool:
+    return p.name() == "k6"
+
+
+def is_gin(p: psutil.Process) -> bool:
+    return p.cwd() == str(ROOT / "go" / "gin") and p.name() == "gin"
+
+
+@pytest.fixture
+def lab_run(tmp_path: Path) -> Iterator[Callable[..., LabRun]]:
+    started: list[LabRun] = []
+
+    def start(*args: str) -> LabRun:
+        run = LabRun(list(args), tmp_path / "console")
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        run.kill_all()
+
+
+def run_lab(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lab", *args],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float, run: LabRun) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        if run.proc.poll() is not None:
+            pytest.fail(f"runner ended ({run.proc.returncode}) before {what}:\n{run.stderr}")
+        time.sleep(0.02)
+    pytest.fail(f"no {what} within {timeout} s:\n{run.stderr}")
+
+
+def assert_nothing_left(run: LabRun, out: Path) -> None:
+    assert run.seen, "the watcher saw no process of the run"
+    assert not run.leftovers(), f"processes left by the run: {run.leftovers()}"
+    for port in run.ports:
+        assert not server.port_in_use(port), f"port {port} still in use"
+    stray_k6 = []
+    for p in psutil.process_iter(["name"]):
+        with contextlib.suppress(psutil.Error):
+            if p.info["name"] == "k6" and p.environ().get("SUMMARY", "").startswith(str(out)):
+                stray_k6.append(p.pid)
+    assert not stray_k6, f"k6 left running: {stray_k6}"
+
+
+# --- reading a run folder ----------------------------------------------------------------
+
+
+def only_run(out: Path) -> RunDir:
+    runs = [p for p in out.iterdir() if p.name != "latest"]
+    assert len(runs) == 1, runs
+    run = RunDir(runs[0])
+    assert (out / "latest").resolve() == run.path.resolve()
+    return run
+
+
+def csv_rows(run: RunDir) -> list[dict[str, str]]:
+    with run.csv_path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames == COLUMNS
+        return list(reader)
+
+
+def number(row: dict[str, str], key: str) -> float:
+    assert row[key] != "", f"{key} is empty in {row['cell']}"
+    return float(row[key])
+
+
+def check_ok_row(row: dict[str, str], run: RunDir, info: dict[str, Any]) -> None:
+    """A complete row of a cell that went well."""
+    assert row["status"] == "ok", row["error"]
+    assert row["error"] == ""
+    assert row["run_id"] == run.run_id
+    assert int(row["requests"]) > 0
+    assert number(row, "rps") > 0
+    assert number(row, "failed_rate") == 0
+    assert int(row["dropped"]) == 0
+    p50, p95, p99 = (number(row, k) for k in ("lat_p50_ms", "lat_p95_ms", "lat_p99_ms"))
+    assert 0 < p50 <= p95 <= p99 <= number(row, "lat_max_ms")
+    assert number(row, "canary_p50_ms") > 0
+    assert number(row, "server_cpu_pct") >= 0
+    assert number(row, "k6_cpu_pct") > 0
+    assert number(row, "server_rss_mb") > 0
+    assert row["loadgen_bound"] in ("true", "false")
+    assert number(row, "service_ms") > 0
+    assert number(row, "predicted_rps") > 0
+    assert number(row, "predicted_latency_ms") > 0
+    assert number(row, "efficiency") > 0
+    assert row["verdict"] in VERDICTS
+    assert int(row["workers"]) == info["workers"] >= 1
+    capacity = info["capacity"][row["endpoint"]]
+    assert row["capacity"] == ("" if capacity is None else str(capacity))
+    server_cpus, k6_cpus = cpu_split()
+    assert row["server_cpus"] == " ".join(map(str, server_cpus or []))
+    assert row["k6_cpus"] == " ".join(map(str, k6_cpus or []))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row["started_at"])
+
+
+def check_meta(run: RunDir, status: str, server_key: str, framework: str) -> dict[str, Any]:
+    meta = run.meta()
+    assert meta["run_id"] == run.run_id
+    assert meta["status"] == status
+    assert re.fullmatch(r"[0-9a-f]{40}", meta["git_commit"])
+    assert isinstance(meta["git_dirty"], bool)
+    assert meta["machine"]["cpu_model"]
+    assert meta["machine"]["cores"] == os.cpu_count()
+    assert meta["versions"]["k6"].startswith("k6 v")
+    assert meta["versions"]["python"]
+    info = meta["servers"][server_key]
+    assert info["framework"] == framework
+    assert set(info["capacity"]) == set(BENCH)
+    assert meta["command"][0] == "bench"
+    assert meta["started_at"] and meta["finished_at"]
+    return meta
+
+
+# --- one cell ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "endpoint", "server_key", "framework", "cell_id"),
+    [
+        ("go", "sync", "gin/release", "gin", "gin/release/sync?ms=100@vus=10#1"),
+        ("fastapi", "sync", "fastapi/uvicorn", "fastapi", "fastapi/uvicorn/sync?ms=100@vus=10#1"),
+    ],
+    ids=["go", "python"],
+)
+def test_one_cell(
+    tmp_path: Path,
+    lab_run: Callable[..., LabRun],
+    target: str,
+    endpoint: str,
+    server_key: str,
+    framework: str,
+    cell_id: str,
+) -> None:
+    out = tmp_path / "out"
+    run_ = lab_run("bench", target, endpoint, "--duration", "2s", "--vus", "10", "--out", str(out))
+    code = run_.wait(timeout=90)
+    assert code == 0, run_.stderr
+    run = only_run(out)
+    meta = check_meta(run, "complete", server_key, framework)
+    assert [Cell.from_json(c).id for c in meta["cells"]] == [cell_id]
+
+    (row,) = csv_rows(run)
+    assert row["cell"] == cell_id
+    assert (row["vus"], row["duration_s"], row["repeat"]) == ("10", "2", "1")
+    assert (row["ms"], row["n"], row["rate"]) == ("100", "", "")
+    check_ok_row(row, run, meta["servers"][server_key])
+    assert run_.stdout.count(cell_id) == 1  # the summary table
+    assert str(run.csv_path) in run_.stdout
+
+    (summary,) = run.summaries.glob("*.json")
+    data = json.loads(summary.read_text())
+    assert data["lab"]["endpoint"] == endpoint
+    assert data["lab"]["vus"] == 10
+    assert loadgen.parse_summary(data)["requests"] == int(row["requests"])
+    assert {p.name.rsplit("-", 1)[1] for p in run.logs.iterdir()} == {"k6.log", "server.log"}
+    assert_nothing_left(run_, out)
+
+
+# --- a server that dies during its cell --------------------------------------------------
+
+
+def test_server_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun]) -> None:
+    out = tmp_path / "out"
+    run_ = lab_run(
+        "bench", "go", "sync", "--ms", "20", "--vus", "5", "--duration", "3s", "--repeat", "2",
+        "--out", str(out),
+    )  # fmt: skip
+    # the first cell's k6 is running: kill that cell's server, by its PID
+    wait_for("the first cell's k6", lambda: run_.live(is_k6), 30, run_)
+    (gin,) = wait_for("the gin server", lambda: run_.live(is_gin), 5, run_)
+    time.sleep(0.5)
+    run_dir = RunDir(out / "latest")
+    assert run_dir.rows() == []  # still the first cell
+    gin.send_signal(signal.SIGKILL)
+
+    code = run_.wait(timeout=60)
+    assert code == 1, run_.stderr
+    assert "1 of 2 cells failed" in run_.stderr
+    run = only_run(out)
+    first, second = csv_rows(run)
+    assert first["status"] == "error"
+    assert "server exited with -9 during the cell" in first["error"]
+    assert "\n" not in first["error"]
+    assert first["repeat"] != second["repeat"]
+    meta = check_meta(run, "complete", "gin/release", "gin")
+    check_ok_row(second, run, meta["servers"]["gin/release"])
+    assert len(run_.ports) == 2  # a fresh server (and port) per cell
+    assert_nothing_left(run_, out)
+
+
+# --- Ctrl-C, then --resume ---------------------------------------------------------------
+
+
+def test_interrupt_then_resume(tmp_path: Path, lab_run: Callable[..., LabRun]) -> None:
+    out = tmp_path / "out"
+    args = ("bench", "go", "async", "--ms", "20", "--vus", "5", "--duration", "2s")
+    run_ = lab_run(*args, "--repeat", "3", "--out", str(out))
+    latest = out / "latest" / "results.csv"
+
+    def one_row() -> bool:
+        return latest.exists() and len(RunDir(out / "latest").rows()) == 1
+
+    wait_for("the first row", one_row, 40, run_)
+    wait_for("the second cell's k6", lambda: run_.live(is_k6), 20, run_)
+    time.sleep(0.3)
+    sent = time.monotonic()
+    run_.proc.send_signal(signal.SIGINT)
+    code = run_.wait(timeout=15)
+    took = time.monotonic() - sent
+    assert code == 130, run_.stderr
+    assert took < 5.0, f"the runner took {took:.1f} s to stop"
+    assert_nothing_left(run_, out)
+
+    run = only_run(out)
+    assert f"--resume {run.run_id}" in run_.stderr
+    meta = run.meta()
+    assert meta["status"] == "interrupted"
+    assert len(meta["cells"]) == 3
+    (kept,) = csv_rows(run)
+    check_ok_row(kept, run, meta["servers"]["gin/release"])
+
+    again = lab_run(*args, "--resume", run.run_id, "--out", str(out))
+    assert again.wait(timeout=60) == 0, again.stderr
+    assert "2 cells to run (1 already done)" in again.stderr
+    assert only_run(out).path == run.path  # no new run folder
+    rows = csv_rows(run)
+    assert len(rows) == 3
+    assert rows[0] == kept
+    assert len({r["cell"] for r in rows}) == 3
+    assert {r["cell"] for r in rows} == {Cell.from_json(c).id for c in meta["cells"]}
+    assert sorted(r["repeat"] for r in rows) == ["1", "2", "3"]
+    meta = check_meta(run, "complete", "gin/release", "gin")
+    for row in rows:
+        check_ok_row(row, run, meta["servers"]["gin/release"])
+    assert_nothing_left(again, out)
+
+
+# --- user mistakes -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def held_port() -> Iterator[int]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def closed_port() -> int:
+    return server.free_port()
+
+
+TARGET_NAMES = [t.name for t in discover()]
+PROFILES = sorted({p for t in discover() for p in t.profiles})
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["bench", "nope", "sync"], ["unknown target 'nope'", *TARGET_NAMES]),
+        (["bench", "go", "nope"], ["unknown endpoint 'nope'", *BENCH]),
+        (["bench", "go", "health"], ["unknown endpoint 'health'", *BENCH]),
+        (["bench-all", "--matrix", "nope"], ["unknown matrix 'nope'", "quick", "full"]),
+        (["bench", "go", "sync", "--matrix", "nope"], ["unknown matrix 'nope'", "quick"]),
+        (["bench", "go", "sync", "--profile", "nope"], ["unknown gin profile 'nope'", "release"]),
+        (["bench-all", "--profile", "nope"], ["unknown profile 'nope'", *PROFILES]),
+        (["bench", "go", "sync", "--vus", "0"], ["--vus", "expected integers >= 1"]),
+        (["bench", "go", "sync", "--vus", "ten"], ["--vus", "expected integers"]),
+        (["bench", "go", "sync", "--rate", "0"], ["--rate", "expected integers >= 1"]),
+        (["bench", "go", "sync", "--repeat", "0"], ["--repeat", "expected an integer >= 1"]),
+        (["bench", "go", "sync", "--duration", "10"], ["--duration", "10s, 500ms or 1m30s"]),
+        (["bench", "go", "sync", "--ms", "99999"], ["ms must be between 0 and 10000"]),
+        (["bench", "go", "gather", "--n", "0"], ["n must be between 1 and 100"]),
+        (["bench", "go", "sync", "--url", "http://10.1.2.3:8000"], ["not a loopback address"]),
+        (["bench", "go", "sync", "--url", "ftp://127.0.0.1:21"], ["--url must look like"]),
+        (["bench", "go", "sync", "--url", "http://127.0.0.1:{closed}"], ["cannot reach"]),
+        (["bench", "go", "sync", "--port", "{held}"], ["port {held} is already in use"]),
+    ],
+    ids=lambda v: " ".join(v) if v and v[0].startswith("bench") else None,
+)
+def test_bad_input(
+    tmp_path: Path, held_port: int, closed_port: int, args: list[str], expected: list[str]
+) -> None:
+    out = tmp_path / "out"
+    fill = {"held": held_port, "closed": closed_port}
+    done = run_lab(*[a.format(**fill) for a in args], "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    for text in expected:
+        assert text.format(**fill) in lines[0]
+    assert done.stdout == ""
+    assert not out.exists(), "a run folder was created for a bad command"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--port", "70000"],
+        ["--canary-rate", "-1"],
+        ["--resume", "19990101-000000"],
+    ],
+    ids=["port-out-of-range", "negative-canary-rate", "unknown-resume"],
+)
+def test_bad_input_not_yet_caught(tmp_path: Path, args: list[str]) -> None:
+    out = tmp_path / "out"
+    done = run_lab("bench", "go", "sync", "--duration", "1s", *args, "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not out.exists() or not [p for p in out.iterdir() if p.name != "latest"]
+
+
+# --- runner helpers ----------------------------------------------------------------------
+
+
+def test_cpu_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    def affinity(cpus: set[int]) -> None:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: cpus)
+
+    affinity({0, 1})
+    assert cpu_split() == ([0], [1])
+    affinity({3, 0, 2})
+    assert cpu_split() == ([0, 2], [3])  # the server gets the larger half
+    affinity({0, 1, 2, 3})
+    assert cpu_split() == ([0, 1], [2, 3])
+    assert cpu_split(pin=False) == (None, None)
+    affinity({5})
+    assert cpu_split() == (None, None)
+
+
+def test_estimate_and_resume_cells(tmp_path: Path) -> None:
+    cells = [Cell("gin", "release", "sync", (("ms", 1),), 1, None, "2s", r) for r in (1, 2, 3)]
+    assert estimate_s(cells) == pytest.approx(3 * 2.0 + 3 * 4.0)
+    run = RunDir.create(tmp_path)
+    run.write_meta({"cells": [c.to_json() for c in cells]})
+    run.append({"cell": cells[1].id, "status": "error"})
+    got, done = resume_cells(run)
+    assert got == cells
+    assert done == {cells[1].id}  # an error row counts as done: resume does not retry it
