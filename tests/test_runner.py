@@ -447,12 +447,13 @@ def test_bad_input(
     "args",
     [
         ["--port", "70000"],
+        ["--port", "0"],
         ["--canary-rate", "-1"],
         ["--resume", "19990101-000000"],
     ],
-    ids=["port-out-of-range", "negative-canary-rate", "unknown-resume"],
+    ids=["port-out-of-range", "port-zero", "negative-canary-rate", "unknown-resume"],
 )
-def test_bad_input_not_yet_caught(tmp_path: Path, args: list[str]) -> None:
+def test_bad_values_and_unknown_runs(tmp_path: Path, args: list[str]) -> None:
     out = tmp_path / "out"
     done = run_lab("bench", "go", "sync", "--duration", "1s", *args, "--out", str(out))
     assert done.returncode == 2, done.stderr
