@@ -74,6 +74,12 @@ bench-all *options: _ready
 compare run_a run_b: _ready
     @{{python}} -m lab compare "$@"
 
+# Write report.html (self-contained), charts/*.png and summary.md into a run (default: latest).
+[no-exit-message]
+[group('bench')]
+report *run: _ready
+    @{{python}} -m lab report "$@"
+
 # The whole test suite: lint, Go tests, unit tests and the conformance suite over every target.
 [group('test')]
 test: setup lint

@@ -13,10 +13,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap, Normalize  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap, Normalize, to_hex, to_rgb
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 plt.rcParams.update(
     {
@@ -35,12 +37,10 @@ plt.rcParams.update(
 LOG_SPAN = 30.0  # a value axis goes logarithmic when its largest value is 30x its smallest
 GREY = "#c8c8c8"
 PREDICTED = "#222222"
-# efficiency: red far below the model, green on it, blue far above; log2 scale, 1/8 .. 8
-EFFICIENCY_CMAP = LinearSegmentedColormap.from_list(
-    "efficiency",
-    [(0.0, "#b2182b"), (0.35, "#f4a582"), (0.5, "#1a9850"), (0.65, "#92c5de"), (1.0, "#2166ac")],
-)
 EFFICIENCY_RANGE = 3.0  # log2: colours saturate at 1/8 and 8
+ON_MODEL = "#3aa655"  # green: within the tolerance band
+BELOW = ("#f6c8a0", "#a50f15")  # light orange just below the band .. dark red at 1/8
+ABOVE = ("#c6dbef", "#08519c")  # light blue just above the band .. dark blue at 8
 
 
 @dataclass(frozen=True)
@@ -74,12 +74,12 @@ class Line:
 class Request:
     start_ms: float
     end_ms: float
-    pid: int
+    pid: int | None  # None: the reply did not say which process served it
 
 
 def colours(n: int) -> list[str]:
     cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
-    return [matplotlib.colors.to_hex(cmap(i % cmap.N)) for i in range(n)]
+    return [to_hex(cmap(i % cmap.N)) for i in range(n)]
 
 
 def _unique(items: Sequence[str]) -> list[str]:
@@ -89,6 +89,18 @@ def _unique(items: Sequence[str]) -> list[str]:
 def _wants_log(values: Sequence[float | None]) -> bool:
     positive = [v for v in values if v is not None and v > 0]
     return bool(positive) and max(positive) / min(positive) >= LOG_SPAN
+
+
+def _plain(value: float, _pos: object = None) -> str:
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+
+
+def _log(ax: Axes, axis: str) -> None:
+    """A logarithmic axis labelled 1, 10, 100 rather than 10^0, 10^1, 10^2."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    target.set_major_formatter(FuncFormatter(_plain))
+    target.set_minor_formatter(NullFormatter())
 
 
 def throughput(bars: Sequence[Bar], title: str) -> Figure:
@@ -122,7 +134,7 @@ def throughput(bars: Sequence[Bar], title: str) -> Figure:
             )
             ax.plot(x, b.predicted, marker="D", markersize=3.5, color=PREDICTED)
     if _wants_log([b.value for b in bars] + [b.predicted for b in bars]):
-        ax.set_yscale("log")
+        _log(ax, "y")
     ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
     ax.set_xlim(-0.6, len(categories) - 0.4)
     ax.set_ylabel("requests per second")
@@ -159,7 +171,9 @@ def latency(spans: Sequence[Span], title: str) -> Figure:
             ax.plot(s.predicted, y, marker="x", color=PREDICTED, markersize=6, zorder=3)
     values = [v for s in spans for v in (s.p50, s.p95, s.p99, s.predicted)]
     if _wants_log(values):
-        ax.set_xscale("log")
+        _log(ax, "x")
+    else:
+        ax.set_xlim(left=0)  # a linear axis from 0: 100 vs 104 ms should look alike
     ax.set_yticks(ys, [s.label for s in spans])
     ax.set_ylim(-0.7, len(spans) - 0.3)
     ax.set_xlabel("latency (ms)")
@@ -179,11 +193,28 @@ def latency(spans: Sequence[Span], title: str) -> Figure:
     return fig
 
 
+def _mix(a: str, b: str, t: float) -> str:
+    ra, rb = to_rgb(a), to_rgb(b)
+    return to_hex(tuple(x + (y - x) * t for x, y in zip(ra, rb, strict=True)))
+
+
+def efficiency_colour(eff: float, tolerance: float) -> str:
+    """Green inside 1 ± tolerance; outside it, lighter to darker with the distance (log2)."""
+    if 1 - tolerance <= eff <= 1 + tolerance:
+        return ON_MODEL
+    edge = math.log2(1 - tolerance) if eff < 1 else math.log2(1 + tolerance)
+    far = -EFFICIENCY_RANGE if eff < 1 else EFFICIENCY_RANGE
+    t = min(1.0, max(0.0, (math.log2(eff) - edge) / (far - edge)))
+    low, high = BELOW if eff < 1 else ABOVE
+    return _mix(low, high, t)
+
+
 def efficiency_heatmap(
     rows: Sequence[str],
     columns: Sequence[str],
     cells: dict[tuple[str, str], tuple[float | None, bool]],
     title: str,
+    tolerance: float,
 ) -> Figure:
     """measured/predicted per row x column; (efficiency, loadgen-bound) per cell. Cells with
     no model are grey, those never measured are left blank."""
@@ -199,10 +230,9 @@ def efficiency_heatmap(
             if eff is None or eff <= 0:
                 colour, text, ink = GREY, "no model", "#555555"
             else:
-                level = norm(max(-EFFICIENCY_RANGE, min(EFFICIENCY_RANGE, math.log2(eff))))
-                colour = EFFICIENCY_CMAP(level)
+                colour = efficiency_colour(eff, tolerance)
                 text = f"{eff:.2f}"
-                ink = "white" if abs(level - 0.5) > 0.3 else "black"
+                ink = "white" if sum(to_rgb(colour)) < 1.6 else "black"
             if flagged:
                 text += "\nloadgen"
             ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white"))
@@ -215,7 +245,9 @@ def efficiency_heatmap(
     ax.grid(False)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
-    mappable = plt.cm.ScalarMappable(norm=norm, cmap=EFFICIENCY_CMAP)
+    steps = [-EFFICIENCY_RANGE + 2 * EFFICIENCY_RANGE * (i + 0.5) / 256 for i in range(256)]
+    cmap = ListedColormap([efficiency_colour(2.0**x, tolerance) for x in steps])
+    mappable = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
     bar = fig.colorbar(mappable, ax=ax, fraction=0.04, pad=0.02)
     ticks = range(-int(EFFICIENCY_RANGE), int(EFFICIENCY_RANGE) + 1)
     bar.set_ticks(list(ticks), labels=[_ratio(2.0**t) for t in ticks])
@@ -242,12 +274,18 @@ def sweep(lines: Sequence[Line], title: str) -> Figure:
     all_vus = [v for line in lines for v in line.vus]
     for ax in (left, right):
         if _wants_log(all_vus) or (all_vus and max(all_vus) / max(min(all_vus), 1) >= 10):
-            ax.set_xscale("log")
+            _log(ax, "x")
+        ax.set_xticks(sorted(set(all_vus)))
+        ax.xaxis.set_major_formatter(FuncFormatter(_plain))
         ax.set_xlabel("virtual users (concurrent requests)")
     if _wants_log([v for line in lines for v in (*line.rps, *line.predicted)]):
-        left.set_yscale("log")
+        _log(left, "y")
+    else:
+        left.set_ylim(bottom=0)
     if _wants_log([v for line in lines for v in line.p95]):
-        right.set_yscale("log")
+        _log(right, "y")
+    else:
+        right.set_ylim(bottom=0)
     left.set_ylabel("requests per second")
     right.set_ylabel("p95 latency (ms)")
     left.set_title("throughput (dashed: model)")
@@ -277,7 +315,7 @@ def canary(bars: Sequence[Bar], title: str) -> Figure:
         if b.predicted is not None:
             ax.plot(x, b.predicted, marker="o", markersize=4, color="white", mec="#222222")
     if _wants_log([b.value for b in bars] + [b.predicted for b in bars]):
-        ax.set_yscale("log")
+        _log(ax, "y")
     ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
     ax.set_xlim(-0.6, len(categories) - 0.4)
     ax.set_ylabel("/hello latency while loaded (ms)")
@@ -299,7 +337,7 @@ def timeline(requests: Sequence[Request], title: str) -> Figure:
     order, coloured by the process (pid) that served it."""
     ordered = sorted(requests, key=lambda r: (r.start_ms, r.end_ms))
     origin = min((r.start_ms for r in ordered), default=0.0)
-    pids = sorted({r.pid for r in ordered})
+    pids = sorted({r.pid for r in ordered}, key=lambda p: (p is None, p or 0))
     palette = dict(zip(pids, colours(len(pids)), strict=True))
     fig, ax = plt.subplots(figsize=(10.0, min(12.0, max(2.2, 1.2 + 0.09 * len(ordered)))))
     for pid in pids:
@@ -310,9 +348,11 @@ def timeline(requests: Sequence[Request], title: str) -> Figure:
             left=[r.start_ms - origin for _, r in rows],
             height=0.8,
             color=palette[pid],
-            label=f"pid {pid}",
+            label=f"pid {pid}" if pid is not None else "pid unknown",
         )
     ax.set_ylim(len(ordered) - 0.5, -0.5)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v) + 1}"))
     ax.set_xlabel("time since the first request started (ms)")
     ax.set_ylabel("request (in start order)")
     ax.set_title(title)
@@ -328,7 +368,11 @@ def to_svg(fig: Figure) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
-    return text[text.index("<svg") :]
+    text = text[text.index("<svg") :]
+    start, end = text.find("<metadata>"), text.find("</metadata>")
+    if start != -1 and end != -1:  # RDF namespaces only: nothing a browser needs
+        text = text[:start] + text[end + len("</metadata>") :]
+    return text
 
 
 def save_png(fig: Figure, path: Path) -> Path:

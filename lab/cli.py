@@ -255,10 +255,26 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
     finish_run(run, meta, runner, "complete")
     print(summary_table(rows))
     print(f"\nresults: {run.csv_path}")
+    if all_targets:
+        from lab import report
+
+        print(f"report:  {report.build(run.path)}")
     errors = sum(r["status"] != "ok" for r in rows)
     if errors:
         print(f"{errors} of {len(rows)} cells failed; see the error column", file=sys.stderr)
     return 1 if errors else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from lab import report
+
+    try:
+        path = resolve(args.run_id)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    out = report.build(path)
+    print(f"report: {out}\nsummary: {path / 'summary.md'}\ncharts: {path / 'charts'}")
+    return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -351,6 +367,16 @@ def parser() -> argparse.ArgumentParser:
     )
     _bench_arguments(p)
     p.set_defaults(run=lambda a: cmd_bench(a, all_targets=True))
+    p = sub.add_parser(
+        "report",
+        help="write a run's report.html, charts and summary.md",
+        description="Write report.html (one self-contained file that works offline), "
+        "charts/*.png and summary.md into a run folder. bench-all does this at its end.",
+    )
+    p.add_argument(
+        "run_id", nargs="?", default="latest", metavar="RUN", help="run id, 'latest', or a path"
+    )
+    p.set_defaults(run=cmd_report)
     p = sub.add_parser(
         "compare",
         help="compare two runs cell by cell",
