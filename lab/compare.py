@@ -3,44 +3,19 @@ exceeds the noise the runs themselves measured (their repetitions' spread)."""
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass
 from pathlib import Path
 
-from lab.results import RunDir
+from lab.runs import NOISY_CV, Group, read_run
 
-# Without repetitions a run says nothing about its own noise; assume what repeated sleep
-# cells show on this kind of machine (their CV stays within a few percent).
-ASSUMED_CV = 0.05
+# Without repetitions a run says nothing about its own noise; assume the level above which
+# repeated cells count as noisy.
+ASSUMED_CV = NOISY_CV
 NOISE_SIGMAS = 2.0  # a change counts when it exceeds twice the combined noise
 
 
-@dataclass
-class Stats:
-    rps: float
-    p95: float
-    cv: float | None  # coefficient of variation of rps over repetitions; None: one run
-
-
-def cell_key(cell_id: str) -> str:
-    """The cell without its repetition number: what two runs have in common."""
-    return cell_id.rsplit("#", 1)[0]
-
-
-def stats(run: Path) -> dict[str, Stats]:
-    groups: dict[str, list[tuple[float, float]]] = {}
-    for row in RunDir(run).rows():
-        if row["status"] == "ok" and row["rps"]:
-            groups.setdefault(cell_key(row["cell"]), []).append(
-                (float(row["rps"]), float(row["lat_p95_ms"] or "nan"))
-            )
-    out = {}
-    for key, values in groups.items():
-        rps = [v[0] for v in values]
-        mean = statistics.fmean(rps)
-        cv = statistics.stdev(rps) / mean if len(rps) > 1 and mean else None
-        out[key] = Stats(statistics.median(rps), statistics.median(v[1] for v in values), cv)
-    return out
+def stats(run: Path) -> dict[str, Group]:
+    """The run's cells that have a measurement, by id without the #repeat suffix."""
+    return {g.key: g for g in read_run(run).groups if g.ok}
 
 
 def compare(a: Path, b: Path) -> list[dict[str, object]]:
@@ -53,11 +28,13 @@ def compare(a: Path, b: Path) -> list[dict[str, object]]:
         x, y = sa[key], sb[key]
         measured = [c for c in (x.cv, y.cv) if c is not None]
         noise = (sum(c * c for c in measured) / len(measured)) ** 0.5 if measured else ASSUMED_CV
-        d_rps = (y.rps - x.rps) / x.rps if x.rps else float("nan")
-        d_p95 = (y.p95 - x.p95) / x.p95 if x.p95 else float("nan")
+        rps_a, rps_b = x.rps or 0.0, y.rps or 0.0
+        p95_a, p95_b = x.stat("p95") or float("nan"), y.stat("p95") or float("nan")
+        d_rps = (rps_b - rps_a) / rps_a if rps_a else float("nan")
+        d_p95 = (p95_b - p95_a) / p95_a if p95_a else float("nan")
         rows.append({
-            "cell": key, "rps_a": x.rps, "rps_b": y.rps, "d_rps": d_rps,
-            "p95_a": x.p95, "p95_b": y.p95, "d_p95": d_p95, "noise": noise,
+            "cell": key, "rps_a": rps_a, "rps_b": rps_b, "d_rps": d_rps,
+            "p95_a": p95_a, "p95_b": p95_b, "d_p95": d_p95, "noise": noise,
             "noise_measured": bool(measured),
             "significant": abs(d_rps) > NOISE_SIGMAS * noise,
         })  # fmt: skip

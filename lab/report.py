@@ -7,25 +7,13 @@ inline SVG), every chart again as a PNG in charts/, and summary.md (the headline
 
 from __future__ import annotations
 
-import csv
 import html
 import json
-import math
-import statistics
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lab import charts, model
-from lab.contract import load as load_contract
-
-# Repeats of one cell whose throughput varies more than this (coefficient of variation: the
-# sample standard deviation of their rps over its mean) are flagged noisy. Back-to-back runs on
-# an idle machine agree within 1-3 %; 5 % means something else shared the machine (another
-# process, CPU frequency, a noisy neighbour VM), so a difference smaller than that between two
-# targets is not a result.
-NOISY_CV = 0.05
+from lab.runs import NOISY_CV, Group, Run, read_run
 
 VERDICT_CLASS = {
     "as predicted": "ok",
@@ -35,221 +23,6 @@ VERDICT_CLASS = {
     "no model": "nomodel",
     "error": "error",
 }
-
-
-# --- reading a run --------------------------------------------------------------------------
-
-
-def _float(value: str | None) -> float | None:
-    try:
-        number = float(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-    return number if number is not None and math.isfinite(number) else None
-
-
-def _int(value: str | None) -> int | None:
-    number = _float(value)
-    return None if number is None else int(number)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One CSV row (one measured cell), with numbers parsed; None where empty."""
-
-    cell: str
-    target: str
-    profile: str
-    endpoint: str
-    params: str
-    vus: int | None
-    rate: int | None
-    repeat: int
-    status: str
-    error: str
-    rps: float | None
-    p50: float | None
-    p95: float | None
-    p99: float | None
-    canary_p50: float | None
-    canary_p99: float | None
-    predicted_rps: float | None
-    predicted_latency_ms: float | None
-    efficiency: float | None
-    verdict: str
-    loadgen_bound: bool
-    k6_cpu_pct: float | None
-
-    @property
-    def key(self) -> str:
-        """The cell's id without its #repeat suffix: what repeats have in common."""
-        return self.cell.rsplit("#", 1)[0]
-
-    @classmethod
-    def from_csv(cls, d: dict[str, str | None]) -> Row:
-        cell = d.get("cell") or ""
-        params = cell.split("?", 1)[1].split("@", 1)[0] if "?" in cell else ""
-        return cls(
-            cell=cell,
-            target=d.get("target") or "?",
-            profile=d.get("profile") or "?",
-            endpoint=d.get("endpoint") or "?",
-            params=params,
-            vus=_int(d.get("vus")),
-            rate=_int(d.get("rate")),
-            repeat=_int(d.get("repeat")) or 1,
-            status=d.get("status") or "error",
-            error=d.get("error") or "",
-            rps=_float(d.get("rps")),
-            p50=_float(d.get("lat_p50_ms")),
-            p95=_float(d.get("lat_p95_ms")),
-            p99=_float(d.get("lat_p99_ms")),
-            canary_p50=_float(d.get("canary_p50_ms")),
-            canary_p99=_float(d.get("canary_p99_ms")),
-            predicted_rps=_float(d.get("predicted_rps")),
-            predicted_latency_ms=_float(d.get("predicted_latency_ms")),
-            efficiency=_float(d.get("efficiency")),
-            verdict=d.get("verdict") or "",
-            loadgen_bound=(d.get("loadgen_bound") or "").lower() == "true",
-            k6_cpu_pct=_float(d.get("k6_cpu_pct")),
-        )
-
-
-def _median(values: Iterable[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
-
-
-@dataclass
-class Group:
-    """The repeats of one cell (same target, profile, endpoint, params, VUs and rate)."""
-
-    key: str
-    rows: list[Row] = field(default_factory=list)
-
-    @property
-    def first(self) -> Row:
-        return self.rows[0]
-
-    @property
-    def ok(self) -> list[Row]:
-        return [r for r in self.rows if r.status == "ok" and r.rps is not None]
-
-    @property
-    def series(self) -> str:
-        return f"{self.first.target}/{self.first.profile}"
-
-    @property
-    def load(self) -> tuple[int, int]:
-        return (self.first.rate or 0, self.first.vus or 0)
-
-    def _med(self, get: Callable[[Row], float | None]) -> float | None:
-        return _median(get(r) for r in self.ok)
-
-    @property
-    def rps(self) -> float | None:
-        return self._med(lambda r: r.rps)
-
-    @property
-    def rps_values(self) -> list[float]:
-        return [r.rps for r in self.ok if r.rps is not None]
-
-    @property
-    def cv(self) -> float | None:
-        """Coefficient of variation of rps over the repeats (sample stdev / mean)."""
-        values = self.rps_values
-        if len(values) < 2 or statistics.mean(values) <= 0:
-            return None
-        return statistics.stdev(values) / statistics.mean(values)
-
-    @property
-    def noisy(self) -> bool:
-        return self.cv is not None and self.cv > NOISY_CV
-
-    @property
-    def efficiency(self) -> float | None:
-        return self._med(lambda r: r.efficiency)
-
-    @property
-    def loadgen_bound(self) -> bool:
-        return any(r.loadgen_bound for r in self.ok)
-
-    @property
-    def verdict(self) -> str:
-        if not self.ok:
-            return "error"
-        if len(self.ok) == 1 and self.ok[0].verdict:
-            return self.ok[0].verdict
-        return model.verdict(self.efficiency, self.loadgen_bound)
-
-    def stat(self, name: str) -> float | None:
-        return self._med(lambda r: getattr(r, name))
-
-
-@dataclass
-class Run:
-    path: Path
-    meta: dict[str, Any]
-    rows: list[Row]
-    groups: list[Group]
-    timelines: list[tuple[str, dict[str, Any] | None]]  # (file name, data or None if unreadable)
-    problems: list[str]
-
-
-def read_rows(csv_path: Path) -> list[Row]:
-    if not csv_path.is_file():
-        return []
-    with csv_path.open(newline="") as f:
-        return [Row.from_csv(d) for d in csv.DictReader(f) if d.get("cell")]
-
-
-def _endpoint_order() -> list[str]:
-    try:
-        return load_contract().names()
-    except (OSError, ValueError, KeyError):
-        return []  # the report still works, in the order the CSV has
-
-
-def group(rows: list[Row], meta: dict[str, Any]) -> list[Group]:
-    """Rows folded by cell, ordered as the matrix lists targets and the contract endpoints."""
-    groups: dict[str, Group] = {}
-    for r in rows:
-        groups.setdefault(r.key, Group(r.key)).rows.append(r)
-    cells = [c for c in meta.get("cells") or [] if isinstance(c, dict)]
-    planned = [f"{c.get('target')}/{c.get('profile')}" for c in cells]
-    series = list(dict.fromkeys([*planned, *(g.series for g in groups.values())]))
-    endpoints = list(dict.fromkeys([*_endpoint_order(), *(r.endpoint for r in rows)]))
-    for g in groups.values():
-        g.rows.sort(key=lambda r: r.repeat)
-    return sorted(
-        groups.values(),
-        key=lambda g: (
-            series.index(g.series),
-            endpoints.index(g.first.endpoint),
-            g.first.params,
-            g.load,
-        ),
-    )
-
-
-def read_run(path: Path) -> Run:
-    problems: list[str] = []
-    try:
-        meta = json.loads((path / "run.json").read_text())
-    except (OSError, ValueError) as exc:
-        meta = {}
-        problems.append(f"run.json could not be read ({exc}); provenance is missing")
-    if not isinstance(meta, dict):
-        meta, problems = {}, [*problems, "run.json is not an object; provenance is missing"]
-    rows = read_rows(path / "results.csv")
-    timelines: list[tuple[str, dict[str, Any] | None]] = []
-    for file in sorted((path / "timelines").glob("*.json")):
-        try:
-            data = json.loads(file.read_text())
-            timelines.append((file.name, data if isinstance(data, dict) else None))
-        except (OSError, ValueError):
-            timelines.append((file.name, None))
-    return Run(path, meta, rows, group(rows, meta), timelines, problems)
 
 
 # --- formatting -----------------------------------------------------------------------------
@@ -693,7 +466,7 @@ def repeats_section(run: Run) -> str:
         "Cells run several times (interleaved with other cells, never back to back). The "
         "headline numbers are the median; the coefficient of variation (CV = sample standard "
         "deviation / mean of the repeats' rps) says how much they disagree. A cell is flagged "
-        f"<b>noisy</b> when CV > {NOISY_CV:.0%} (<code>NOISY_CV</code> in lab/report.py): "
+        f"<b>noisy</b> when CV > {NOISY_CV:.0%} (<code>NOISY_CV</code> in lab/runs.py): "
         "repeats on a quiet machine agree within a few percent, so more than that means "
         "something else competed for the machine, and differences smaller than the spread "
         "between min and max are not results."
