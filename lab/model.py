@@ -8,6 +8,7 @@ what the server says of itself in /info. Each rule reads like the table in CONTR
   cpu: S calibrated on this target with one request at a time; C = parallel slots:
       min(capacity, CPUs), and for Python inline work also at most one per worker (GIL)
   hello: no model; a cell whose load generator is saturated is marked loadgen-bound
+  below the model on a waiting endpoint with the server's CPUs saturated: server-cpu-bound
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from typing import Any
 # capacity misses by a whole factor (1/C or more), far outside this band.
 TOLERANCE = 0.10
 LOADGEN_BOUND_PCT = 80.0  # k6 at this share of its CPUs is the bottleneck, not the server
+# A server this busy on a waiting endpoint is limited by its own CPU work (HTTP parsing,
+# an HTTP client's fan-out), which the waiting model leaves out.
+SERVER_BOUND_PCT = 85.0
 
 
 @dataclass(frozen=True)
@@ -65,13 +69,13 @@ def predict(
     return Prediction(rps, vus / rps * 1000.0, slots, service_ms)
 
 
-def verdict(efficiency: float | None, loadgen_bound: bool) -> str:
+def verdict(efficiency: float | None, loadgen_bound: bool, server_cpu_bound: bool = False) -> str:
     if loadgen_bound and (efficiency is None or efficiency < 1 - TOLERANCE):
         return "loadgen-bound"
     if efficiency is None:
         return "no model"
     if efficiency < 1 - TOLERANCE:
-        return "below model"
+        return "server-cpu-bound" if server_cpu_bound else "below model"
     if efficiency > 1 + TOLERANCE:
         return "above model"
     return "as predicted"

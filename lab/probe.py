@@ -42,6 +42,24 @@ def _exchange(conn: http.client.HTTPConnection, path: str) -> tuple[int, str, An
     return response.status, content_type, body
 
 
+class Connection:
+    """A kept-alive connection for requests one after another."""
+
+    def __init__(self, base: str, timeout: float = 30.0) -> None:
+        self.conn = _connect(base, timeout)
+
+    def get(self, path: str) -> Reply:
+        started = time.perf_counter()
+        status, content_type, body = _exchange(self.conn, path)
+        return Reply(status, content_type, body, time.perf_counter() - started)
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
+
+
 def get(base: str, path: str, timeout: float = 30.0) -> Reply:
     """One GET on a fresh, already open connection; seconds covers request to full response."""
     conn = _connect(base, timeout)

@@ -18,6 +18,7 @@ from lab.runs import NOISY_CV, Group, Run, read_run
 VERDICT_CLASS = {
     "as predicted": "ok",
     "below model": "below",
+    "server-cpu-bound": "cpubound",
     "above model": "above",
     "loadgen-bound": "loadgen",
     "no model": "nomodel",
@@ -167,6 +168,7 @@ def header(run: Run) -> str:
     problems = "".join(f'<p class="warn">{e(p)}</p>' for p in run.problems)
     tol = f"{model.TOLERANCE:.0%}"
     lg = f"{model.LOADGEN_BOUND_PCT:.0f} %"
+    sb = f"{model.SERVER_BOUND_PCT:.0f} %"
     how = f"""
 <h2>How to read the model</h2>
 <p>Every cell is one fresh server under one load from k6: <i>N</i> virtual users (VUs), each
@@ -192,6 +194,9 @@ bounded by its CPUs (and, for inline Python work, by one GIL per worker process)
 in lab/model.py): the model explains the server.</li>
 <li>{verdict_badge("below model")} more than {tol} slower than predicted: something the model
 does not know limits the server (overhead, contention, a smaller real capacity).</li>
+<li>{verdict_badge("server-cpu-bound")} slower than predicted on a waiting endpoint while
+the server's own CPUs were at least {sb} busy: its CPU work (HTTP parsing, an HTTP client's
+fan-out to the upstream) is the limit, which the waiting model leaves out.</li>
 <li>{verdict_badge("above model")} more than {tol} faster: the server does more at once than
 its <code>/info</code> claims, or the service time is shorter than assumed.</li>
 <li>{verdict_badge("loadgen-bound")} k6 used at least {lg} of its CPUs and the cell was not
@@ -605,7 +610,7 @@ th{background:#f6f6f6}td{font-variant-numeric:tabular-nums}
 table.kv th{width:180px;background:none;color:#666;font-weight:normal}
 .v{padding:1px 6px;border-radius:8px;font-size:12px;white-space:nowrap}
 .v-ok{background:#d9f2e0;color:#135e2b}.v-below{background:#fbdcd8;color:#8a1c12}
-.v-above{background:#dbe8f7;color:#174a86}.v-loadgen{background:#ffe2b3;color:#7a4700}
+.v-above{background:#dbe8f7;color:#174a86}.v-cpubound{background:#eadcf5;color:#4d1f73}.v-loadgen{background:#ffe2b3;color:#7a4700}
 .v-nomodel{background:#eee;color:#555}.v-error{background:#8a1c12;color:#fff}
 .flag{background:#ffe2b3;color:#7a4700;padding:1px 6px;border-radius:8px;font-size:12px}
 tr.loadgen-row td{background:#fff4e0}tr.noisy-row td{background:#fff8e8}

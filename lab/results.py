@@ -25,10 +25,10 @@ COLUMNS = [
     "requests", "rps", "failed_rate", "dropped",
     "lat_avg_ms", "lat_p50_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms",
     "canary_p50_ms", "canary_p99_ms",
-    "server_cpu_pct", "server_rss_mb", "k6_cpu_pct", "loadgen_bound",
+    "server_cpu_pct", "server_rss_mb", "k6_cpu_pct", "loadgen_bound", "server_cpu_bound",
     "workers", "threads", "capacity", "server_cpus", "k6_cpus",
     "service_ms", "predicted_rps", "predicted_latency_ms", "efficiency", "verdict",
-    "started_at",
+    "server_start_s", "server_stop_s", "cell_s", "started_at",
 ]  # fmt: skip
 
 

@@ -20,7 +20,7 @@ from lab.contract import load
 from lab.matrix import Cell
 from lab.progress import Progress, clock
 from lab.results import RunDir, provenance
-from lab.sampler import Sampler
+from lab.sampler import Sampler, cpu_seconds
 from lab.targets import find
 
 OVERHEAD_ESTIMATE_S = 4.0  # start, health, warm-up, stop: what a cell costs beyond its load
@@ -82,6 +82,10 @@ class Runner:
         )
         progress = Progress(len(todo), estimate_s(todo))
         rows: list[dict[str, Any]] = []
+        if self.k6_cpus:
+            # The runner (its sampler, probes and calibration) measures: it sits with k6,
+            # leaving the server's CPUs to the server alone.
+            os.sched_setaffinity(0, self.k6_cpus)
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             for cell in todo:
@@ -107,6 +111,7 @@ class Runner:
     # --- one cell -------------------------------------------------------------------------
 
     def cell(self, cell: Cell, index: int) -> dict[str, Any]:
+        cell_started = time.monotonic()
         endpoint = self.contract[cell.endpoint]
         row: dict[str, Any] = {
             "run_id": self.run.run_id,
@@ -144,7 +149,9 @@ class Runner:
                     upstream_url=upstream_url or "http://127.0.0.1:9",
                     log=self.run.logs / f"{stem}-server.log",
                 )
+                started = time.monotonic()
                 proc.start(self.options.health_timeout)
+                row["server_start_s"] = time.monotonic() - started
                 base = proc.url
             status, info = server.get_json(f"{base}/info")
             info = info if status == 200 and isinstance(info, dict) else {}
@@ -156,7 +163,7 @@ class Runner:
             )
             warm_up(base, endpoint.path, cell)
             service_ms = (
-                calibrate(base, endpoint.path, cell)
+                calibrate(base, endpoint.path, cell, proc.pid if proc else None)
                 if endpoint.kind == "cpu"
                 else endpoint.service_ms(dict(cell.params))
             )
@@ -174,7 +181,7 @@ class Runner:
             sampler = Sampler(pids).start()
             code = k6run.wait(timeout=cell.duration_s + 180)
             usage = sampler.stop()
-            row.update(_usage(usage, self.k6_cpus))
+            row.update(_usage(usage, self.server_cpus, self.k6_cpus))
             data = loadgen.read_summary(summary)
             if proc and not proc.alive():
                 raise CellError(
@@ -197,8 +204,10 @@ class Runner:
                 k6run.kill()
             if proc:
                 report = proc.stop()
+                row["server_stop_s"] = report.seconds
                 if not report.clean and row["status"] == "ok":
                     row["error"] = f"stop needed SIGKILL for {report.leftover}"
+            row["cell_s"] = time.monotonic() - cell_started
         return row
 
     def timeline(self, base: str, path: str, cell: Cell, row: dict[str, Any], stem: str) -> None:
@@ -238,7 +247,12 @@ class Runner:
             "predicted_rps": p.rps,
             "predicted_latency_ms": p.latency_ms,
             "efficiency": eff,
-            "verdict": model.verdict(eff, bool(row.get("loadgen_bound"))),
+            # A saturated server explains a waiting cell; a CPU cell is meant to be CPU-bound.
+            "verdict": model.verdict(
+                eff,
+                bool(row.get("loadgen_bound")),
+                kind in ("sleep", "upstream") and bool(row.get("server_cpu_bound")),
+            ),
         }
 
 
@@ -254,16 +268,23 @@ def _cpus(cpus: list[int] | None) -> str:
     return " ".join(map(str, cpus)) if cpus else ""
 
 
-def _usage(usage: dict[str, Any], k6_cpus: list[int] | None) -> dict[str, Any]:
+def _usage(
+    usage: dict[str, Any], server_cpus: list[int] | None, k6_cpus: list[int] | None
+) -> dict[str, Any]:
+    """Sampled CPU and memory; a side is 'bound' when it used most of the CPUs it had."""
     k6 = usage.get("k6")
     srv = usage.get("server")
     k6_pct = k6.cpu_pct if k6 else None
-    budget = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
+    srv_pct = srv.cpu_pct if srv else None
+    every = os.cpu_count() or 1
+    k6_budget = len(k6_cpus) if k6_cpus else every
+    srv_budget = len(server_cpus) if server_cpus else every
     return {
-        "server_cpu_pct": srv.cpu_pct if srv else None,
+        "server_cpu_pct": srv_pct,
         "server_rss_mb": srv.rss_mb if srv else None,
         "k6_cpu_pct": k6_pct,
-        "loadgen_bound": k6_pct is not None and k6_pct >= model.LOADGEN_BOUND_PCT * budget,
+        "loadgen_bound": k6_pct is not None and k6_pct >= model.LOADGEN_BOUND_PCT * k6_budget,
+        "server_cpu_bound": srv_pct is not None and srv_pct >= model.SERVER_BOUND_PCT * srv_budget,
     }
 
 
@@ -289,16 +310,29 @@ def warm_up(base: str, path: str, cell: Cell) -> None:
         list(pool.map(lambda _: server.get_json(url, timeout=30), range(k)))
 
 
-def calibrate(base: str, path: str, cell: Cell, samples: int = 5) -> float:
-    """Service time of a CPU request on this server: the median of one-at-a-time requests."""
-    url = f"{base}{path}{_query(cell)}"
-    times = []
-    for _ in range(samples):
-        started = time.perf_counter()
-        status, _ = server.get_json(url, timeout=60)
-        if status != 200:
-            raise CellError(f"calibration request answered {status}")
-        times.append((time.perf_counter() - started) * 1000)
+CALIBRATION_S = 0.5  # enough server CPU time that the kernel's 10 ms accounting ticks blur < 2 %
+CALIBRATION_MAX = 500  # requests
+
+
+def calibrate(base: str, path: str, cell: Cell, server_pid: int | None = None) -> float:
+    """Service time of a CPU request on this server, one request at a time: the CPU time its
+    whole process tree spends per request (the work, HTTP included, not the client's share),
+    or, for a server we cannot see (--url), the median latency. Requests go on until the
+    server has used CALIBRATION_S of CPU (at least 3, at most CALIBRATION_MAX)."""
+    times: list[float] = []
+    # One kept-alive connection, as k6 uses: a new connection per request would charge its
+    # setup to every request (a sixth of the work of a 1 ms Go request).
+    with probe.Connection(base, timeout=60) as conn:
+        cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
+        used = 0.0
+        while len(times) < CALIBRATION_MAX and (len(times) < 3 or used < CALIBRATION_S):
+            reply = conn.get(path + _query(cell))
+            if reply.status != 200:
+                raise CellError(f"calibration request answered {reply.status}")
+            times.append(reply.seconds * 1000)
+            used = (cpu_seconds(server_pid) - cpu_before) if server_pid else sum(times) / 1000
+    if server_pid and used > 0:
+        return used / len(times) * 1000
     return statistics.median(times)
 
 

@@ -65,6 +65,7 @@ class Row:
     verdict: str
     loadgen_bound: bool
     k6_cpu_pct: float | None
+    server_cpu_bound: bool = False
 
     @property
     def key(self) -> str:
@@ -98,6 +99,7 @@ class Row:
             verdict=d.get("verdict") or "",
             loadgen_bound=(d.get("loadgen_bound") or "").lower() == "true",
             k6_cpu_pct=_float(d.get("k6_cpu_pct")),
+            server_cpu_bound=(d.get("server_cpu_bound") or "").lower() == "true",
         )
 
 
@@ -166,7 +168,8 @@ class Group:
             return "error"
         if len(self.ok) == 1 and self.ok[0].verdict:
             return self.ok[0].verdict
-        return model.verdict(self.efficiency, self.loadgen_bound)
+        server_bound = any(r.server_cpu_bound for r in self.ok)
+        return model.verdict(self.efficiency, self.loadgen_bound, server_bound)
 
     def stat(self, name: str) -> float | None:
         return self._med(lambda r: getattr(r, name))

@@ -50,6 +50,13 @@ class _Tree:
         return sum(self.last_cpu[pid] - self.start_cpu[pid] for pid in self.last_cpu)
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time used so far by a process and everything below it."""
+    tree = _Tree(pid)
+    tree.sample(first=False)
+    return sum(tree.last_cpu.values())
+
+
 class Sampler:
     """Call start() when the load starts and stop() when it ends."""
 

@@ -289,6 +289,22 @@ def test_verdict(eff: float | None, bound: bool, expected: str) -> None:
     assert model.verdict(eff, bound) == expected
 
 
+@pytest.mark.parametrize(
+    ("eff", "loadgen", "server", "expected"),
+    [
+        (0.56, False, True, "server-cpu-bound"),  # Python fan-out to the upstream on one core
+        (0.95, False, True, "as predicted"),  # busy, but met the model
+        (1.3, False, True, "above model"),
+        (0.5, True, True, "loadgen-bound"),  # the load generator is named first
+        (None, False, True, "no model"),
+    ],
+)
+def test_verdict_server_cpu_bound(
+    eff: float | None, loadgen: bool, server: bool, expected: str
+) -> None:
+    assert model.verdict(eff, loadgen, server) == expected
+
+
 def test_efficiency() -> None:
     assert model.efficiency(50.0, 100.0) == pytest.approx(0.5)
     assert model.efficiency(None, 100.0) is None
