@@ -258,7 +258,10 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
     if all_targets:
         from lab import report
 
-        print(f"report:  {report.build(run.path)}")
+        try:
+            print(f"report:  {report.build(run.path)}")
+        except Exception as exc:  # the rows are safe on disk; the report can be made again
+            print(f"report failed ({exc!r}); retry with: just report {run.run_id}", file=sys.stderr)
     errors = sum(r["status"] != "ok" for r in rows)
     if errors:
         print(f"{errors} of {len(rows)} cells failed; see the error column", file=sys.stderr)
