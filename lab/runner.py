@@ -168,6 +168,10 @@ class Runner:
                 else endpoint.service_ms(dict(cell.params))
             )
             row["service_ms"] = service_ms
+            # Before the load: afterwards, requests k6 gave up on can still fill the server's
+            # queue (a sync worker works through its listen backlog), and the picture with them.
+            if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:
+                self.timeline(base, endpoint.path, cell, row, stem)
             summary = self.run.summaries / f"{stem}.json"
             k6run = loadgen.start(
                 cell,
@@ -195,8 +199,6 @@ class Runner:
                 tail = proc.log_tail() if proc else ""
                 raise CellError(f"no successful requests (server stopped answering?) {tail}")
             row.update(self.model(cell, endpoint.kind, service_ms, info, row))
-            if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:
-                self.timeline(base, endpoint.path, cell, row, stem)
         except (CellError, server.ServerError, OSError) as exc:
             row.update(status="error", error=_one_line(str(exc)))
         finally:
@@ -212,7 +214,7 @@ class Runner:
 
     def timeline(self, base: str, path: str, cell: Cell, row: dict[str, Any], stem: str) -> None:
         """Per-request start, end and worker pid of a batch of 2 x capacity requests released
-        at once (the picture tutorials draw from access logs), for the report."""
+        at once on the idle server (the picture tutorials draw from access logs)."""
         capacity = row.get("capacity")
         k = min(TIMELINE_MAX, 2 * capacity) if capacity else TIMELINE_MAX // 2
         try:
