@@ -182,6 +182,8 @@ class Runner:
                 self.options.canary_rate,
             )
             pids = {"k6": k6run.proc.pid, **({"server": proc.pid} if proc else {})}
+            if endpoint.kind == "upstream" and self.upstream:
+                pids["upstream"] = self.upstream.pid  # it shares the load side's CPUs
             sampler = Sampler(pids).start()
             code = k6run.wait(timeout=cell.duration_s + 180)
             usage = sampler.stop()
@@ -276,16 +278,22 @@ def _usage(
     """Sampled CPU and memory; a side is 'bound' when it used most of the CPUs it had."""
     k6 = usage.get("k6")
     srv = usage.get("server")
+    up = usage.get("upstream")
     k6_pct = k6.cpu_pct if k6 else None
     srv_pct = srv.cpu_pct if srv else None
+    up_pct = up.cpu_pct if up else None
+    # The load side is k6 and, for /upstream cells, the upstream service on the same CPUs.
+    load_pct = None if k6_pct is None else k6_pct + (up_pct or 0.0)
     every = os.cpu_count() or 1
     k6_budget = len(k6_cpus) if k6_cpus else every
     srv_budget = len(server_cpus) if server_cpus else every
     return {
         "server_cpu_pct": srv_pct,
+        "server_busy_pct": srv.busy_pct if srv else None,
         "server_rss_mb": srv.rss_mb if srv else None,
         "k6_cpu_pct": k6_pct,
-        "loadgen_bound": k6_pct is not None and k6_pct >= model.LOADGEN_BOUND_PCT * k6_budget,
+        "upstream_cpu_pct": up_pct,
+        "loadgen_bound": load_pct is not None and load_pct >= model.LOADGEN_BOUND_PCT * k6_budget,
         "server_cpu_bound": srv_pct is not None and srv_pct >= model.SERVER_BOUND_PCT * srv_budget,
     }
 

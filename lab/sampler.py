@@ -4,6 +4,7 @@ workers and pool processes, and k6 itself."""
 from __future__ import annotations
 
 import contextlib
+import statistics
 import threading
 import time
 from dataclasses import dataclass
@@ -16,6 +17,9 @@ class Usage:
     cpu_pct: float | None  # CPU time over wall time, in % of one core (200 = two cores busy)
     rss_mb: float | None  # peak resident memory of the whole tree
     samples: int
+    # The median of the per-interval CPU %: how busy the tree typically was while loaded,
+    # unmoved by the idle second of k6 starting up and draining that the mean includes.
+    busy_pct: float | None = None
 
 
 class _Tree:
@@ -25,6 +29,7 @@ class _Tree:
         self.last_cpu: dict[int, float] = {}
         self.peak_rss = 0
         self.samples = 0
+        self.timeline: list[tuple[float, float]] = []  # (monotonic time, CPU seconds so far)
 
     def processes(self) -> list[psutil.Process]:
         try:
@@ -45,6 +50,15 @@ class _Tree:
                 rss += p.memory_info().rss
         self.peak_rss = max(self.peak_rss, rss)
         self.samples += 1
+        self.timeline.append((time.monotonic(), self.cpu_seconds()))
+
+    def busy_pct(self) -> float | None:
+        rates = [
+            100.0 * (c2 - c1) / (t2 - t1)
+            for (t1, c1), (t2, c2) in zip(self.timeline, self.timeline[1:], strict=False)
+            if t2 > t1
+        ]
+        return statistics.median(rates) if rates else None
 
     def cpu_seconds(self) -> float:
         return sum(self.last_cpu[pid] - self.start_cpu[pid] for pid in self.last_cpu)
@@ -91,4 +105,9 @@ class Sampler:
     def _usage(self, tree: _Tree) -> Usage:
         if not self._wall or tree.samples < 2:
             return Usage(None, None, tree.samples)
-        return Usage(100.0 * tree.cpu_seconds() / self._wall, tree.peak_rss / 2**20, tree.samples)
+        return Usage(
+            100.0 * tree.cpu_seconds() / self._wall,
+            tree.peak_rss / 2**20,
+            tree.samples,
+            tree.busy_pct(),
+        )
