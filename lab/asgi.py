@@ -9,11 +9,12 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import anyio.to_thread
 
-from lab import knobs, pool, upstream
+from lab import appinfo, knobs, pool, upstream
 
 
 @dataclass(frozen=True)
@@ -50,3 +51,31 @@ async def serving(executor_threads: int) -> AsyncIterator[Worker]:
         await session.close()
         pool.stop(cpu_pool)
         executor.shutdown(wait=False, cancel_futures=True)
+
+
+def info(framework: str, worker: Worker, sync_threads: int) -> dict[str, Any]:
+    """/info of an ASGI target: an event loop per worker process, `def` handlers in a thread
+    pool of sync_threads (anyio's limiter in Starlette and FastAPI, the default executor in
+    Quart), and this worker's resources. Every number comes from the running configuration."""
+    workers = knobs.workers()
+    capacity = {
+        "hello": None,
+        "sync": workers * sync_threads,  # `def` handlers: the thread pool, per worker
+        "async": None,  # awaiting holds nothing
+        "blocking": workers,  # a blocking sleep holds the whole event loop of its worker
+        "executor": workers * worker.executor_threads,
+        "gather": None,
+        "sequential": None,
+        "cpu": workers,  # inline CPU work holds the event loop too
+        "cpu-pool": workers * worker.pool_processes,
+        "upstream": None,  # aiohttp without a connection cap
+        "upstream-seq": None,
+    }
+    return {
+        **appinfo.base(framework, framework),
+        "workers": workers,
+        "threads": sync_threads,
+        "executor_threads": worker.executor_threads,
+        "pool_processes": worker.pool_processes,
+        "capacity": appinfo.check_capacity(capacity),
+    }

@@ -14,7 +14,7 @@ import anyio.to_thread
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
-from lab import appinfo, asgi, knobs, upstream
+from lab import asgi, knobs, upstream
 from lab.contract import load
 from lab.work import fnv1a
 
@@ -122,27 +122,5 @@ async def health() -> dict[str, Any]:
 
 @app.get("/info")
 async def info(request: Request) -> dict[str, Any]:
-    state = request.app.state.worker
-    workers = knobs.workers()
     threads = anyio.to_thread.current_default_thread_limiter().total_tokens
-    capacity = {
-        "hello": None,
-        "sync": workers * int(threads),  # def endpoints: anyio's limiter tokens per worker
-        "async": None,
-        "blocking": workers,  # a blocking sleep holds the whole event loop of its worker
-        "executor": workers * state.executor_threads,
-        "gather": None,
-        "sequential": None,
-        "cpu": workers,  # inline CPU work holds the event loop too
-        "cpu-pool": workers * state.pool_processes,
-        "upstream": None,
-        "upstream-seq": None,
-    }
-    return {
-        **appinfo.base("fastapi", "fastapi"),
-        "workers": workers,
-        "threads": int(threads),
-        "executor_threads": state.executor_threads,
-        "pool_processes": state.pool_processes,
-        "capacity": appinfo.check_capacity(capacity),
-    }
+    return asgi.info("fastapi", request.app.state.worker, int(threads))

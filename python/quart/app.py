@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from quart import Quart, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from lab import appinfo, asgi, knobs, upstream
+from lab import asgi, knobs, upstream
 from lab.contract import load
 from lab.params import BadParam, parse
 from lab.work import fnv1a
@@ -173,29 +173,8 @@ async def health() -> dict[str, Any]:
 
 @route("info")
 async def info() -> dict[str, Any]:
-    workers = knobs.workers()
-    threads = worker.executor_threads
-    capacity = {
-        "hello": None,
-        "sync": workers * threads,  # def views: the default executor, shared with /executor
-        "async": None,
-        "blocking": workers,  # a blocking sleep holds the whole event loop of its worker
-        "executor": workers * threads,
-        "gather": None,
-        "sequential": None,
-        "cpu": workers,  # inline CPU work holds the event loop too
-        "cpu-pool": workers * worker.pool_processes,
-        "upstream": None,
-        "upstream-seq": None,
-    }
-    return {
-        **appinfo.base("quart", "quart"),
-        "workers": workers,
-        "threads": threads,
-        "executor_threads": threads,
-        "pool_processes": worker.pool_processes,
-        "capacity": appinfo.check_capacity(capacity),
-    }
+    # `def` views run in the default executor, the one /executor uses.
+    return asgi.info("quart", worker, worker.executor_threads)
 
 
 assert set(app.view_functions) == set(CONTRACT.names()), "every contract endpoint needs a view"

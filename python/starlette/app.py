@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from lab import appinfo, asgi, knobs, upstream
+from lab import asgi, knobs, upstream
 from lab.contract import load
 from lab.params import BadParam, parse
 from lab.work import fnv1a
@@ -114,32 +114,8 @@ async def health(request: Request) -> JSONResponse:
 
 
 async def info(request: Request) -> JSONResponse:
-    state = request.app.state.worker
-    workers = knobs.workers()
     threads = int(anyio.to_thread.current_default_thread_limiter().total_tokens)
-    capacity = {
-        "hello": None,
-        "sync": workers * threads,  # def endpoints: anyio's limiter tokens per worker
-        "async": None,
-        "blocking": workers,  # a blocking sleep holds the whole event loop of its worker
-        "executor": workers * state.executor_threads,
-        "gather": None,
-        "sequential": None,
-        "cpu": workers,  # inline CPU work holds the event loop too
-        "cpu-pool": workers * state.pool_processes,
-        "upstream": None,
-        "upstream-seq": None,
-    }
-    return JSONResponse(
-        {
-            **appinfo.base("starlette", "starlette"),
-            "workers": workers,
-            "threads": threads,
-            "executor_threads": state.executor_threads,
-            "pool_processes": state.pool_processes,
-            "capacity": appinfo.check_capacity(capacity),
-        }
-    )
+    return JSONResponse(asgi.info("starlette", request.app.state.worker, threads))
 
 
 async def bad_param(request: Request, exc: BadParam) -> Response:
