@@ -6,22 +6,27 @@ set positional-arguments
 
 export UV_PYTHON_DOWNLOADS := "never"
 export K6_NO_USAGE_REPORT := "true"
-export PATH := justfile_directory() / ".tools/py/bin" + ":" + justfile_directory() / ".tools/bin" + ":" + env("PATH")
+export PATH := justfile_directory() / ".tools/uv/bin" + ":" + justfile_directory() / ".tools/py/bin" + ":" + justfile_directory() / ".tools/bin" + ":" + env("PATH")
 
 python := justfile_directory() / ".venv/bin/python"
 k6_version := "v1.8.1"
+# Pinned: a newer uv may rewrite unrelated lines of uv.lock when a dependency is added.
+uv_version := "0.9.30"
 
 _default:
     @just --list --unsorted
 
-# Install everything the lab needs (idempotent): uv, the Python env from uv.lock, Go builds, k6.
+# Install everything the lab needs (idempotent): uv (pinned), the Python env from uv.lock, Go builds, k6.
 [group('setup')]
 setup:
     #!/usr/bin/env bash
     set -euo pipefail
-    if ! command -v uv >/dev/null; then
-        echo "installing uv into .tools/py"
-        python3 -m pip install --quiet --disable-pip-version-check --target .tools/py uv
+    # uv gets a folder of its own: .ci/run puts `just` in .tools/py, and pip --target will not
+    # add to an existing bin/ there.
+    if ! .tools/uv/bin/uv --version 2>/dev/null | grep -q "uv {{uv_version}}"; then
+        echo "installing uv {{uv_version}} into .tools/uv"
+        rm -rf .tools/uv
+        python3 -m pip install --quiet --disable-pip-version-check --target .tools/uv "uv=={{uv_version}}"
     fi
     uv sync --frozen --quiet
     {{python}} -m lab build
