@@ -33,11 +33,25 @@ func Listen(defPort string) (net.Listener, error) {
 	return net.Listen("tcp", net.JoinHostPort(Env("HOST", "127.0.0.1"), Env("PORT", defPort)))
 }
 
-// Run serves on ln until a signal arrives; requests still running after GracefulTimeout
-// (long sleeps) are cut off: http.Server.Shutdown, then Close. started is called once the server is accepting.
+// Run serves on ln until SIGTERM or Ctrl-C (RunUntil). started is called once the server
+// is accepting.
 func Run(srv *http.Server, ln net.Listener, started func()) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	return RunUntil(ctx, srv, ln, func() {
+		if started != nil {
+			started()
+		}
+		go func() {
+			<-ctx.Done()
+			stop() // a second signal kills the process the default way
+		}()
+	})
+}
+
+// RunUntil serves on ln until ctx ends, then shuts down: requests still running after
+// GracefulTimeout (long sleeps) are cut off (http.Server.Shutdown, then Close).
+func RunUntil(ctx context.Context, srv *http.Server, ln net.Listener, started func()) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if started != nil {
@@ -48,7 +62,6 @@ func Run(srv *http.Server, ln net.Listener, started func()) error {
 		return err
 	case <-ctx.Done():
 	}
-	stop() // a second signal kills the process the default way
 	sctx, cancel := context.WithTimeout(context.Background(), GracefulTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
