@@ -1,77 +1,56 @@
-// The Go target: Gin in release mode on net/http, one process, GOMAXPROCS threads.
-//
-// Endpoints, parameters and bounds come from contract/openapi.json, read at start-up
-// ($LAB_CONTRACT, else found by walking up from the current directory).
-// Environment: HOST (127.0.0.1), PORT (8000), UPSTREAM_URL (http://127.0.0.1:8001),
-// LAB_TARGET (gin), LAB_PROFILE (release), POOL_PROCESSES (/cpu-pool workers, GOMAXPROCS).
+// The Go target on Gin: Gin in release mode on net/http, one process, a goroutine per
+// request. Endpoint logic, the contract's parameter grammar, /info and serving until
+// SIGTERM are in lab/go/internal/kit; this file is how Gin routes, validates, answers
+// JSON and handles unknown paths, other methods and panics.
+// Environment: HOST, PORT, UPSTREAM_URL, LAB_TARGET, LAB_PROFILE, POOL_PROCESSES (see kit).
 package main
 
 import (
-	"fmt"
 	"net/http"
-	"os"
-	"runtime"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"lab/go/internal/contract"
-	"lab/go/internal/serve"
+	"lab/go/internal/kit"
 )
 
-var env = serve.Env
-
-func configFromEnv() (config, error) {
-	cfg := config{
-		target:          env("LAB_TARGET", "gin"),
-		profile:         env("LAB_PROFILE", "release"),
-		upstreamURL:     strings.TrimRight(env("UPSTREAM_URL", "http://127.0.0.1:8001"), "/"),
-		upstreamTimeout: 15 * time.Second,
-		poolSize:        runtime.GOMAXPROCS(0),
-	}
-	if raw := os.Getenv("POOL_PROCESSES"); strings.TrimSpace(raw) != "" {
-		n, err := strconv.Atoi(strings.TrimSpace(raw))
-		if err != nil || n < 1 {
-			return cfg, fmt.Errorf("POOL_PROCESSES must be an integer >= 1, got %q", raw)
-		}
-		cfg.poolSize = n
-	}
-	return cfg, nil
-}
-
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "gin:", err)
-		os.Exit(1)
-	}
+	gin.SetMode(gin.ReleaseMode)
+	kit.Main("gin", gin.Version, func(a *kit.App) (http.Handler, error) { return router(a) })
 }
 
-func run() error {
-	gin.SetMode(gin.ReleaseMode)
-	c, err := contract.Load()
+// router registers every contract endpoint as a GET route.
+func router(a *kit.App) (*gin.Engine, error) {
+	endpoints, err := a.Endpoints()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cfg, err := configFromEnv()
-	if err != nil {
-		return err
-	}
-	a := newApp(c, cfg)
-	defer a.close()
-	r, err := a.router()
-	if err != nil {
-		return err
-	}
-
-	ln, err := serve.Listen("8000")
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
-	return serve.Run(srv, ln, func() {
-		fmt.Fprintf(os.Stderr, "gin %s: listening on http://%s (pid %d, GOMAXPROCS %d, cpu-pool %d)\n",
-			gin.Version, ln.Addr(), a.pid, runtime.GOMAXPROCS(0), cfg.poolSize)
+	r := gin.New()
+	r.Use(gin.CustomRecovery(func(c *gin.Context, _ any) {
+		c.AbortWithStatusJSON(http.StatusInternalServerError, kit.InternalError())
+	}))
+	r.RedirectTrailingSlash = false // "/hello/" is an unknown path: 404, not a redirect
+	r.HandleMethodNotAllowed = true // another method on a route's path: NoMethod with Allow: GET
+	r.NoRoute(func(c *gin.Context) {
+		c.JSON(http.StatusNotFound, kit.NotFound(c.Request.URL.Path))
 	})
+	r.NoMethod(func(c *gin.Context) { // HEAD and OPTIONS too: Gin routes them like any method
+		c.JSON(http.StatusMethodNotAllowed, kit.MethodNotAllowed(c.Request.Method))
+	})
+	for _, e := range endpoints {
+		r.GET(e.Path, handle(e))
+	}
+	return r, nil
+}
+
+// handle binds the query with the contract's grammar (400 names the parameter), does the
+// endpoint's work in this request's goroutine and answers its JSON.
+func handle(e kit.Endpoint) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		req, bad := e.Bind(c.Request)
+		if bad != nil {
+			c.JSON(http.StatusBadRequest, bad)
+			return
+		}
+		c.JSON(e.Serve(c.Request.Context(), req))
+	}
 }

@@ -10,11 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -27,14 +24,6 @@ type Param struct {
 	Description string
 }
 
-// Check says why value is out of bounds, or "" when it is fine.
-func (p Param) Check(value int) string {
-	if value < p.Min || value > p.Max {
-		return fmt.Sprintf("%s must be between %d and %d", p.Name, p.Min, p.Max)
-	}
-	return ""
-}
-
 // Endpoint is one operation of the contract.
 type Endpoint struct {
 	Name    string // operationId
@@ -42,8 +31,11 @@ type Endpoint struct {
 	Method  string // upper case, e.g. GET
 	Kind    string // none | sleep | cpu | upstream | meta
 	Service string // service time as an expression of the params ("ms", "n*ms", ...)
-	Summary string
-	Params  []Param
+	// MaxServiceMS caps Service evaluated with a request's values (x-lab.max_service_ms);
+	// 0 means no cap.
+	MaxServiceMS int
+	Summary      string
+	Params       []Param
 }
 
 // Bench reports whether /info must give a capacity for the endpoint.
@@ -171,7 +163,7 @@ func LoadFile(path string) (*Contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := Parse(raw)
+	c, err := Decode(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -201,13 +193,14 @@ type rawOp struct {
 	Summary     string     `json:"summary"`
 	Parameters  []rawParam `json:"parameters"`
 	XLab        struct {
-		Kind    string `json:"kind"`
-		Service string `json:"service"`
+		Kind         string `json:"kind"`
+		Service      string `json:"service"`
+		MaxServiceMS *int   `json:"max_service_ms"`
 	} `json:"x-lab"`
 }
 
-// Parse parses openapi.json's text.
-func Parse(raw []byte) (*Contract, error) {
+// Decode reads openapi.json's text. (Endpoint.Parse reads a request's query.)
+func Decode(raw []byte) (*Contract, error) {
 	var doc struct {
 		Info struct {
 			Version string `json:"version"`
@@ -269,6 +262,12 @@ func Parse(raw []byte) (*Contract, error) {
 					Description: rp.Description,
 				})
 			}
+			if m := op.XLab.MaxServiceMS; m != nil {
+				if _, ok := e.ServiceMS(e.defaults()); !ok || *m < 1 {
+					return nil, fmt.Errorf("%s: max_service_ms %d needs a service expression of its params, got %q", e.Name, *m, e.Service)
+				}
+				e.MaxServiceMS = *m
+			}
 			c.Endpoints = append(c.Endpoints, e)
 		}
 	}
@@ -294,59 +293,4 @@ func orderedKeys(obj json.RawMessage) ([]string, error) {
 		}
 	}
 	return keys, nil
-}
-
-// BadParam is a query parameter that is not an integer or is out of bounds.
-type BadParam struct {
-	Param   string `json:"param"`
-	Message string `json:"error"`
-}
-
-func (b *BadParam) Error() string { return b.Message }
-
-var integer = regexp.MustCompile(`^-?[0-9]{1,12}$`)
-
-// Values are an endpoint's parsed parameters, defaults filled in.
-type Values map[string]int
-
-// Parse reads the endpoint's parameters through get (e.g. url.Values.Get's shape,
-// with ok false when the parameter is absent); it returns the first bad one.
-func (e Endpoint) Parse(get func(name string) (string, bool)) (Values, *BadParam) {
-	if len(e.Params) == 0 {
-		return nil, nil
-	}
-	v := make(Values, len(e.Params))
-	for _, p := range e.Params {
-		raw, ok := get(p.Name)
-		if !ok {
-			v[p.Name] = p.Default
-			continue
-		}
-		if !integer.MatchString(raw) {
-			if len(raw) > 40 {
-				raw = raw[:40]
-			}
-			return nil, &BadParam{p.Name, fmt.Sprintf("%s must be an integer, got %q", p.Name, raw)}
-		}
-		n, err := strconv.Atoi(raw) // at most 12 digits: always fits
-		if err != nil {
-			return nil, &BadParam{p.Name, fmt.Sprintf("%s must be an integer, got %q", p.Name, raw)}
-		}
-		if msg := p.Check(n); msg != "" {
-			return nil, &BadParam{p.Name, msg}
-		}
-		v[p.Name] = n
-	}
-	return v, nil
-}
-
-// Query adapts url.Values to Parse: the first value of a parameter present in the query.
-func Query(q url.Values) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		vs, ok := q[name]
-		if !ok || len(vs) == 0 {
-			return "", false
-		}
-		return vs[0], true
-	}
 }

@@ -1,5 +1,6 @@
 // Package serve runs an http.Server until SIGTERM or Ctrl-C, then shuts it down within a
 // bound, as every lab server must (the launcher waits 5 s before it kills).
+// It is the one Go process of a target: SIGTERM to it or to its process group is the same.
 package serve
 
 import (
@@ -14,8 +15,10 @@ import (
 	"time"
 )
 
-// ShutdownTimeout is how long requests in flight may finish after SIGTERM.
-const ShutdownTimeout = 4 * time.Second
+// GracefulTimeout is how long requests in flight may finish after SIGTERM (/info's
+// graceful_timeout_s); then their connections are closed and the process exits, well
+// within the 5 s the launcher gives.
+const GracefulTimeout = 3 * time.Second
 
 // Env returns the trimmed value of an environment variable, or def when it is empty.
 func Env(name, def string) string {
@@ -30,11 +33,25 @@ func Listen(defPort string) (net.Listener, error) {
 	return net.Listen("tcp", net.JoinHostPort(Env("HOST", "127.0.0.1"), Env("PORT", defPort)))
 }
 
-// Run serves on ln until a signal arrives; requests still running after ShutdownTimeout
-// (long sleeps) are cut off. started is called once the server is accepting.
+// Run serves on ln until SIGTERM or Ctrl-C (RunUntil). started is called once the server
+// is accepting.
 func Run(srv *http.Server, ln net.Listener, started func()) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	return RunUntil(ctx, srv, ln, func() {
+		if started != nil {
+			started()
+		}
+		go func() {
+			<-ctx.Done()
+			stop() // a second signal kills the process the default way
+		}()
+	})
+}
+
+// RunUntil serves on ln until ctx ends, then shuts down: requests still running after
+// GracefulTimeout (long sleeps) are cut off (http.Server.Shutdown, then Close).
+func RunUntil(ctx context.Context, srv *http.Server, ln net.Listener, started func()) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if started != nil {
@@ -45,8 +62,7 @@ func Run(srv *http.Server, ln net.Listener, started func()) error {
 		return err
 	case <-ctx.Done():
 	}
-	stop() // a second signal kills the process the default way
-	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), GracefulTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
