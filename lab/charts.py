@@ -228,7 +228,7 @@ def efficiency_heatmap(
     """measured/predicted per row x column; (efficiency, loadgen-bound) per cell. Cells with
     no model are grey, those never measured are left blank."""
     fig, ax = plt.subplots(
-        figsize=(max(5.0, 1.8 + 0.75 * len(columns)), max(1.8, 1.0 + 0.42 * len(rows)))
+        figsize=(max(5.0, 1.8 + 0.75 * len(columns)), max(2.3, 1.0 + 0.42 * len(rows)))
     )
     norm = Normalize(-EFFICIENCY_RANGE, EFFICIENCY_RANGE)
     for i, row in enumerate(rows):
