@@ -8,9 +8,27 @@ The parts, one job each: sections.py selects the data of each section, templates
 hold the prose, markup, CSS and JS, html.py renders them, figures.py writes the charts of
 lab/charts.py as SVG and PNG, summary.py writes summary.md.
 
-To add a section: a builder `def name(run, draw) -> data | None` (in sections.py or a module
-of its own), a template templates/sections/<anchor>.html.j2 that extends "section.html.j2",
-and one Section(anchor, builder) line in SECTIONS below, where the page should show it.
+To add a section, three pieces:
+
+1. a builder that selects the data, in sections.py or a module of its own; it returns plain
+   data (a dataclass, a list of them) or None to leave the section out, and draws its charts
+   with `draw(slug, figure)` (a figure from lab/charts.py; it returns the Chart to show):
+
+       def posts(run: Run, draw: ChartWriter) -> list[Post] | None: ...
+
+2. templates/sections/<anchor>.html.j2, which gets the builder's value as `data`:
+
+       {% extends "section.html.j2" %}
+       {% from "macros.html.j2" import figure, badge %}
+       {% block heading %}Published experiments{% endblock %}
+       {% block intro %}What the section shows and how to read it.{% endblock %}
+       {% block body %}{% for p in data %}...{{ p.rps | num }}...{% endfor %}{% endblock %}
+
+   (filters: num, pct, percent, load_label, verdict_class, capacity, or_dash, as_text;
+   macros: figure(chart) with the caption as its body, badge(verdict), kv(dict));
+
+3. one line `Section("<anchor>", builder)` in SECTIONS below, where the page should show it
+   (and the anchor in tests/test_report.py's SECTIONS, which checks the page's order).
 """
 
 from __future__ import annotations
@@ -22,11 +40,11 @@ from typing import Any
 
 from lab.report import sections
 from lab.report.figures import ChartWriter
-from lab.report.html import SCRIPT, STYLE, render
+from lab.report.html import SCRIPT, render
 from lab.report.summary import summary_md
 from lab.runs import NOISY_CV, Run, read_run
 
-__all__ = ["NOISY_CV", "SCRIPT", "SECTIONS", "STYLE", "Section", "build", "summary_md"]
+__all__ = ["NOISY_CV", "SCRIPT", "SECTIONS", "Section", "build"]
 
 
 @dataclass(frozen=True)

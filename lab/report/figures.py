@@ -27,7 +27,6 @@ class ChartWriter:
         folder.mkdir(parents=True, exist_ok=True)
         for old in folder.glob("*.png"):
             old.unlink()
-        self.count = 0
 
     def __call__(self, slug: str, fig: Figure) -> Chart:
         try:
@@ -35,5 +34,4 @@ class ChartWriter:
             charts.save_png(fig, self.folder / f"{slug}.png")
         finally:
             charts.close(fig)
-        self.count += 1
         return Chart(slug, Markup(svg))
