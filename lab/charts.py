@@ -103,6 +103,15 @@ def _log(ax: Axes, axis: str) -> None:
     target.set_minor_formatter(NullFormatter())
 
 
+def _from_zero(ax: Axes, axis: str, values: Sequence[float | None]) -> None:
+    """A linear axis from 0 with room past the largest value, so no marker at the edge is cut
+    in half (matplotlib's own margin is 5 % of the data's span, which is tiny when 100 vs 104
+    ms start at 0)."""
+    top = max((v for v in values if v is not None and math.isfinite(v)), default=0.0)
+    high = top * 1.08 if top > 0 else None  # None: keep matplotlib's
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(0, high)
+
+
 def throughput(bars: Sequence[Bar], title: str) -> Figure:
     """Grouped bars of measured rps per endpoint, one colour per target/profile; the model's
     prediction is a black tick over each bar. Hatched bars: the load generator was the limit."""
@@ -173,7 +182,7 @@ def latency(spans: Sequence[Span], title: str) -> Figure:
     if _wants_log(values):
         _log(ax, "x")
     else:
-        ax.set_xlim(left=0)  # a linear axis from 0: 100 vs 104 ms should look alike
+        _from_zero(ax, "x", values)  # a linear axis from 0: 100 vs 104 ms should look alike
     ax.set_yticks(ys, [s.label for s in spans])
     ax.set_ylim(-0.7, len(spans) - 0.3)
     ax.set_xlabel("latency (ms)")
@@ -219,7 +228,7 @@ def efficiency_heatmap(
     """measured/predicted per row x column; (efficiency, loadgen-bound) per cell. Cells with
     no model are grey, those never measured are left blank."""
     fig, ax = plt.subplots(
-        figsize=(max(5.0, 1.8 + 0.75 * len(columns)), max(1.8, 1.0 + 0.42 * len(rows)))
+        figsize=(max(5.0, 1.8 + 0.75 * len(columns)), max(2.3, 1.0 + 0.42 * len(rows)))
     )
     norm = Normalize(-EFFICIENCY_RANGE, EFFICIENCY_RANGE)
     for i, row in enumerate(rows):
@@ -278,14 +287,16 @@ def sweep(lines: Sequence[Line], title: str) -> Figure:
         ax.set_xticks(sorted(set(all_vus)))
         ax.xaxis.set_major_formatter(FuncFormatter(_plain))
         ax.set_xlabel("virtual users (concurrent requests)")
-    if _wants_log([v for line in lines for v in (*line.rps, *line.predicted)]):
+    rps = [v for line in lines for v in (*line.rps, *line.predicted)]
+    if _wants_log(rps):
         _log(left, "y")
     else:
-        left.set_ylim(bottom=0)
-    if _wants_log([v for line in lines for v in line.p95]):
+        _from_zero(left, "y", rps)
+    p95 = [v for line in lines for v in line.p95]
+    if _wants_log(p95):
         _log(right, "y")
     else:
-        right.set_ylim(bottom=0)
+        _from_zero(right, "y", p95)
     left.set_ylabel("requests per second")
     right.set_ylabel("p95 latency (ms)")
     left.set_title("throughput (dashed: model)")

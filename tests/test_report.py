@@ -5,6 +5,7 @@ headless Chromium (every chart rendered, nothing on the console, a screenshot to
 from __future__ import annotations
 
 import csv
+import json
 import re
 import shutil
 import struct
@@ -268,6 +269,46 @@ def test_partial_empty_and_broken_runs(tmp_path: Path) -> None:
     missing.mkdir()
     (missing / "run.json").write_text(meta)
     assert report.build(missing).is_file()
+
+
+def test_every_registered_section_has_its_template_and_no_template_is_orphaned() -> None:
+    folder = Path(report.__file__).parent / "templates" / "sections"
+    registered = [s.anchor for s in report.SECTIONS]
+    assert sorted(registered) == sorted(p.name.removesuffix(".html.j2") for p in folder.iterdir())
+    assert ["model", *registered] == SECTIONS  # the page's order
+
+
+HOSTILE = '<script>alert("x")</script>'
+
+
+def test_values_from_a_run_are_escaped(tmp_path: Path) -> None:
+    """Names and texts come from files anyone can edit: the templates autoescape them, so a
+    target named <script>... shows as text and runs nothing, in tables, captions and charts."""
+    run = tmp_path / "hostile"
+    shutil.copytree(FIXTURE, run)
+    with (run / "results.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    ok, failed = dict(rows[1]), dict(next(r for r in rows if r["status"] == "error"))
+    for row in (ok, failed):
+        row["cell"] = row["cell"].replace(row["target"], HOSTILE, 1)
+        row["target"] = HOSTILE
+    failed["error"] = "crashed <img src=x onerror=alert(1)>"
+    with (run / "results.csv").open("a", newline="") as f:
+        csv.DictWriter(f, fieldnames=list(rows[0])).writerows([ok, failed])
+    meta = json.loads((run / "run.json").read_text())
+    meta["matrix"]["description"] = HOSTILE
+    (run / "run.json").write_text(json.dumps(meta))
+    html = report.build(run).read_text()
+
+    assert html.count("<script") == 1  # the report's own script, nothing else
+    assert "<img" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html  # escaped by Jinja2
+    assert '>&lt;script&gt;alert("x")&lt;/script&gt;/release</text>' in html  # matplotlib's SVG
+    (headline,) = tables(html, "headline")
+    assert HOSTILE in [r["target"] for r in records(headline)]  # shown as text
+    (errors,) = tables(html, "errors")
+    assert "crashed <img src=x onerror=alert(1)>" in [r["error"] for r in records(errors)]
+    assert f"| {HOSTILE} |" in (run / "summary.md").read_text()
 
 
 def test_cli(built: Path, tmp_path: Path) -> None:

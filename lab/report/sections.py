@@ -1,0 +1,399 @@
+"""What each part of the report shows: functions that select and shape a run's data into plain
+dataclasses (and draw its charts). The prose and markup are in templates/; a builder returns
+None when its section has nothing to show and is left out.
+
+A builder takes the run and a ChartWriter; its template is templates/sections/<anchor>.html.j2
+and gets the returned value as `data`. The order of the page is SECTIONS in lab/report/__init__.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab import charts, model
+from lab.report.figures import Chart, ChartWriter
+from lab.report.format import load_label, load_slug
+from lab.runs import Group, Run
+
+Load = tuple[int, int]  # (rate, vus); rate 0 = closed model
+
+# --- selection helpers ----------------------------------------------------------------------
+
+
+def endpoint_labels(groups: list[Group]) -> dict[str, str]:
+    """Endpoint names, with the params only where one endpoint ran with several."""
+    params: dict[str, set[str]] = {}
+    for g in groups:
+        params.setdefault(g.first.endpoint, set()).add(g.first.params)
+    return {
+        g.key: g.first.endpoint
+        + (f"?{g.first.params}" if len(params[g.first.endpoint]) > 1 else "")
+        for g in groups
+    }
+
+
+def by_load(groups: list[Group]) -> dict[Load, list[Group]]:
+    """Groups per load level, levels in ascending order, groups in the report's order."""
+    levels: dict[Load, list[Group]] = {}
+    for g in sorted(groups, key=lambda g: g.load):
+        levels.setdefault(g.load, []).append(g)
+    return {k: [g for g in groups if g.load == k] for k in levels}
+
+
+def measured(run: Run) -> list[Group]:
+    return [g for g in run.groups if g.ok]
+
+
+# --- header ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Header:
+    run_id: str
+    status: str
+    matrix: dict[str, Any]
+    started_at: str
+    finished_at: str
+    measured: int
+    planned: int
+    errors: int
+    verdicts: list[tuple[str, int]]  # (verdict, cells), in order of first appearance
+    command: str
+    problems: list[str]
+    loadgen_bound: list[str]  # cell keys
+
+
+def header(run: Run) -> Header:
+    meta = run.meta
+    verdicts: dict[str, int] = {}
+    for g in run.groups:
+        verdicts[g.verdict] = verdicts.get(g.verdict, 0) + 1
+    return Header(
+        run_id=run_id(run),
+        status=str(meta.get("status", "unknown")),
+        matrix=meta.get("matrix") or {},
+        started_at=str(meta.get("started_at", "-")),
+        finished_at=str(meta.get("finished_at", "(not finished)")),
+        measured=len(run.rows),
+        planned=len(meta.get("cells", [])) or len(run.rows),
+        errors=sum(r.status != "ok" for r in run.rows),
+        verdicts=list(verdicts.items()),
+        command=" ".join(map(str, meta.get("command", []))),
+        problems=run.problems,
+        loadgen_bound=[g.key for g in run.groups if g.loadgen_bound],
+    )
+
+
+def run_id(run: Run) -> str:
+    return str(run.meta.get("run_id", run.path.name))
+
+
+# --- results --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    target: str
+    profile: str
+    endpoint: str  # with the params when one endpoint ran with several
+    params: str
+    load: Load
+    repeats: int  # measured repeats
+    errors: int  # failed repeats
+    rps: float | None
+    p95: float | None
+    predicted_rps: float | None
+    efficiency: float | None
+    verdict: str
+    noisy: bool
+    loadgen_bound: bool
+
+
+def results(run: Run, draw: ChartWriter) -> list[ResultRow]:
+    """One row per cell (repeats folded to their median). Always shown, even when empty."""
+    labels = endpoint_labels(run.groups)
+    return [
+        ResultRow(
+            target=g.first.target,
+            profile=g.first.profile,
+            endpoint=labels[g.key],
+            params=g.first.params,
+            load=g.load,
+            repeats=len(g.ok),
+            errors=len(g.rows) - len(g.ok),
+            rps=g.rps,
+            p95=g.stat("p95"),
+            predicted_rps=g.stat("predicted_rps"),
+            efficiency=g.efficiency,
+            verdict=g.verdict,
+            noisy=g.noisy,
+            loadgen_bound=g.loadgen_bound,
+        )
+        for g in run.groups
+    ]
+
+
+# --- charts per load level ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    series: str
+    endpoint: str
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    predicted: float | None  # the model's mean latency
+
+
+@dataclass(frozen=True)
+class CanaryRow:
+    series: str
+    endpoint: str  # the endpoint under load
+    p50: float | None
+    p99: float | None
+
+
+@dataclass(frozen=True)
+class Level:
+    """One load level: its chart and, for some sections, the chart's numbers as a table."""
+
+    load: Load
+    chart: Chart
+    rows: list[Any] = field(default_factory=list)
+
+
+def throughput(run: Run, draw: ChartWriter) -> list[Level] | None:
+    ok = measured(run)
+    labels = endpoint_labels(ok)
+    levels = []
+    for load, groups in by_load(ok).items():
+        bars = [
+            charts.Bar(g.series, labels[g.key], g.rps, g.stat("predicted_rps"), g.loadgen_bound)
+            for g in groups
+        ]
+        fig = charts.throughput(bars, f"throughput at {load_label(load)}")
+        levels.append(Level(load, draw(f"throughput-{load_slug(load)}", fig)))
+    return levels or None
+
+
+def latency(run: Run, draw: ChartWriter) -> list[Level] | None:
+    ok = measured(run)
+    labels = endpoint_labels(ok)
+    levels = []
+    for load, groups in by_load(ok).items():
+        rows = [
+            LatencyRow(
+                g.series,
+                labels[g.key],
+                g.stat("p50"),
+                g.stat("p95"),
+                g.stat("p99"),
+                g.stat("predicted_latency_ms"),
+            )
+            for g in groups
+        ]
+        spans = [
+            charts.Span(f"{r.series} · {r.endpoint}", r.p50, r.p95, r.p99, r.predicted)
+            for r in rows
+        ]
+        fig = charts.latency(spans, f"latency percentiles at {load_label(load)}")
+        levels.append(Level(load, draw(f"latency-{load_slug(load)}", fig), rows))
+    return levels or None
+
+
+def efficiency(run: Run, draw: ChartWriter) -> list[Level] | None:
+    ok = measured(run)
+    labels = endpoint_labels(ok)
+    levels = []
+    for load, groups in by_load(ok).items():
+        series = list(dict.fromkeys(g.series for g in groups))
+        columns = list(dict.fromkeys(labels[g.key] for g in groups))
+        cells = {(g.series, labels[g.key]): (g.efficiency, g.loadgen_bound) for g in groups}
+        fig = charts.efficiency_heatmap(
+            series, columns, cells, f"efficiency at {load_label(load)}", model.TOLERANCE
+        )
+        levels.append(Level(load, draw(f"efficiency-{load_slug(load)}", fig)))
+    return levels or None
+
+
+@dataclass(frozen=True)
+class Sweep:
+    name: str  # /endpoint?params
+    chart: Chart
+
+
+def sweeps(run: Run, draw: ChartWriter) -> list[Sweep] | None:
+    """Closed-model cells measured at two or more VU levels, one chart per endpoint."""
+    by_series: dict[tuple[str, str, str], list[Group]] = {}
+    for g in measured(run):
+        if not g.first.rate:
+            by_series.setdefault((g.first.endpoint, g.first.params, g.series), []).append(g)
+    endpoints: dict[tuple[str, str], list[charts.Line]] = {}
+    for (endpoint, params, series), groups in by_series.items():
+        if len(groups) < 2:
+            continue
+        groups.sort(key=lambda g: g.first.vus or 0)
+        endpoints.setdefault((endpoint, params), []).append(
+            charts.Line(
+                series,
+                [float(g.first.vus or 0) for g in groups],
+                [g.rps for g in groups],
+                [g.stat("p95") for g in groups],
+                [g.stat("predicted_rps") for g in groups],
+            )
+        )
+    found = []
+    for (endpoint, params), lines in endpoints.items():
+        name = f"/{endpoint}" + (f"?{params}" if params else "")
+        slug = "sweep-" + "".join(c if c.isalnum() else "-" for c in f"{endpoint}-{params}")
+        fig = charts.sweep(lines, f"{name}: concurrency sweep")
+        found.append(Sweep(name, draw(slug.rstrip("-"), fig)))
+    return found or None
+
+
+@dataclass(frozen=True)
+class Canary:
+    rate: Any  # the canary's requests per second (run.json options), None if not recorded
+    levels: list[Level]  # empty: no canary data in this run
+
+
+def canary(run: Run, draw: ChartWriter) -> Canary:
+    with_canary = [g for g in measured(run) if g.stat("canary_p99") is not None]
+    labels = endpoint_labels(with_canary)
+    levels = []
+    for load, groups in by_load(with_canary).items():
+        rows = [
+            CanaryRow(g.series, labels[g.key], g.stat("canary_p50"), g.stat("canary_p99"))
+            for g in groups
+        ]
+        bars = [charts.Bar(r.series, r.endpoint, r.p99, r.p50) for r in rows]
+        fig = charts.canary(bars, f"/hello canary latency at {load_label(load)}")
+        levels.append(Level(load, draw(f"canary-{load_slug(load)}", fig), rows))
+    return Canary((run.meta.get("options") or {}).get("canary_rate"), levels)
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RepeatRow:
+    key: str
+    total: int  # repeats run
+    values: list[float]  # rps of the measured repeats, in repeat order
+    median: float | None
+    low: float | None
+    high: float | None
+    cv: float | None
+    noisy: bool
+
+
+def repeats(run: Run, draw: ChartWriter) -> list[RepeatRow] | None:
+    rows = [
+        RepeatRow(
+            key=g.key,
+            total=len(g.rows),
+            values=g.rps_values,
+            median=g.rps,
+            low=min(g.rps_values, default=None),
+            high=max(g.rps_values, default=None),
+            cv=g.cv,
+            noisy=g.noisy,
+        )
+        for g in run.groups
+        if len(g.rows) >= 2
+    ]
+    return rows or None
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    cell: str
+    status: str
+    error: str
+
+
+def errors(run: Run, draw: ChartWriter) -> list[ErrorRow]:
+    """Always shown: an empty list says every cell was measured."""
+    return [ErrorRow(r.cell, r.status, r.error) for r in run.rows if r.status != "ok"]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    name: str  # the file in timelines/
+    chart: Chart | None  # None: the file could not be read
+    cell: str = ""
+    requests: int = 0
+    capacity: int | None = None  # None: unbounded
+    span_ms: float = 0.0  # first start to last end
+    processes: int = 0
+
+
+def timelines(run: Run, draw: ChartWriter) -> list[Timeline] | None:
+    found = []
+    for i, (name, data) in enumerate(run.timelines, 1):
+        try:
+            requests = [
+                charts.Request(float(q["start_ms"]), float(q["end_ms"]), _pid(q.get("pid")))
+                for q in (data or {})["requests"]
+            ]
+        except (KeyError, TypeError, ValueError):
+            found.append(Timeline(name, None))
+            continue
+        assert data is not None
+        cell = str(data.get("cell", name))
+        starts, ends = [r.start_ms for r in requests], [r.end_ms for r in requests]
+        fig = charts.timeline(requests, f"timeline: {cell}")
+        found.append(
+            Timeline(
+                name,
+                draw(f"timeline-{i}", fig),
+                cell=cell,
+                requests=len(requests),
+                capacity=data.get("capacity"),
+                span_ms=max(ends) - min(starts) if requests else 0.0,
+                processes=len({r.pid for r in requests}),
+            )
+        )
+    return found or None
+
+
+def _pid(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str  # target/profile
+    info: dict[str, Any]  # its /info
+
+
+@dataclass(frozen=True)
+class Provenance:
+    general: dict[str, Any]
+    machine: dict[str, Any]
+    versions: dict[str, Any]
+    servers: list[Server]
+    run_json: str  # run.json without the cell list, pretty-printed
+
+
+def provenance(run: Run, draw: ChartWriter) -> Provenance:
+    meta = run.meta
+    commit = str(meta.get("git_commit", "-")) + (" (dirty)" if meta.get("git_dirty") else "")
+    servers = meta.get("servers") or {}
+    return Provenance(
+        general={
+            "git commit": commit,
+            "cpu pinning": meta.get("cpus", {}),
+            "knobs (environment)": meta.get("knobs", {}) or "none (target defaults)",
+            "options": meta.get("options", {}),
+        },
+        machine=meta.get("machine", {}),
+        versions=meta.get("versions", {}),
+        servers=[
+            Server(name, info if isinstance(info, dict) else {}) for name, info in servers.items()
+        ],
+        run_json=json.dumps({k: v for k, v in meta.items() if k != "cells"}, indent=2),
+    )

@@ -1,0 +1,39 @@
+"""summary.md: the report's headline table as markdown, one line per cell (repeats folded to
+their median), with the same digits as the HTML page."""
+
+from __future__ import annotations
+
+from lab import model
+from lab.report.format import plain
+from lab.runs import Run
+
+TEXT_COLUMNS = ("target", "profile", "endpoint", "params", "verdict")
+
+
+def summary_md(run: Run) -> str:
+    meta = run.meta
+    matrix = (meta.get("matrix") or {}).get("name", "-")
+    lines = [
+        f"# Run {meta.get('run_id', run.path.name)}",
+        "",
+        f"Status: {meta.get('status', 'unknown')}; matrix: {matrix}; commit "
+        f"{str(meta.get('git_commit', '-'))[:12]}; {len(run.rows)} cells measured. "
+        "Repeated cells are aggregated as the median over their repeats; efficiency = "
+        f"measured / predicted rps; 'as predicted' = within ±{model.TOLERANCE:.0%}.",
+        "",
+    ]
+    rated = any(g.first.rate for g in run.groups)
+    head = ["target", "profile", "endpoint", "params", "VUs", *(["rate"] if rated else []),
+            "repeats", "rps", "p95 ms", "predicted rps", "efficiency", "verdict"]  # fmt: skip
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join("---" if h in TEXT_COLUMNS else "--:" for h in head) + "|")
+    for g in run.groups:
+        r = g.first
+        cells = [r.target, r.profile, r.endpoint, r.params or "-", str(r.vus or "-"),
+                 *([str(r.rate or "-")] if rated else []), str(len(g.ok)),
+                 plain(g.rps), plain(g.stat("p95")), plain(g.stat("predicted_rps")),
+                 plain(g.efficiency, 2), g.verdict + (" (noisy)" if g.noisy else "")]  # fmt: skip
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    if not run.groups:
+        lines.append("\n(no cell has been measured yet)")
+    return "\n".join(lines) + "\n"
