@@ -11,7 +11,7 @@ export PATH := justfile_directory() / ".tools/uv/bin" + ":" + justfile_directory
 python := justfile_directory() / ".venv/bin/python"
 k6_version := "v1.8.1"
 # Pinned: a newer uv may rewrite unrelated lines of uv.lock when a dependency is added.
-uv_version := "0.9.30"
+uv_version := "0.13.9"
 
 _default:
     @just --list --unsorted
