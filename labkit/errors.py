@@ -1,10 +1,12 @@
 """The contract's error answers (contract §1, §4), the same JSON on every target.
 
-- 400: labkit.params.BadParam(...).body()         {"error": ..., "param": ...}
+Errors an endpoint raises are LabError: answer `exc.body()` with `exc.status`, e.g.
+    400: labkit.params.BadParam                   {"error": ..., "param": ...}
+    502/504: labkit.upstream.UpstreamError        {"error": ...}
+and the rest:
 - 404: not_found(path)                            {"error": "not found", "path": ...}
 - 405: method_not_allowed(method), with ALLOW     {"error": "method not allowed", "method": ...}
 - 500: INTERNAL                                   {"error": "internal error"}
-- 502/504: labkit.upstream.UpstreamError(...).body(), status in .status
 
 `refusal(method, path)` decides 404/405 before routing, for any method: frameworks add HEAD
 and OPTIONS to GET routes on their own, and the contract serves GET only. Call it from a
@@ -20,6 +22,20 @@ from lab.contract import load
 ALLOW = {"Allow": "GET"}
 INTERNAL: dict[str, str] = {"error": "internal error"}
 PATHS = frozenset(e.path for e in load().endpoints)
+
+
+class LabError(Exception):
+    """An error with its contract answer: HTTP `status` and JSON `body()`."""
+
+    status = 500
+
+    def __init__(self, message: str, **fields: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+
+    def body(self) -> dict[str, str]:
+        return {"error": self.message, **self.fields}
 
 
 def not_found(path: str) -> dict[str, str]:

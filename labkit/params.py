@@ -17,20 +17,19 @@ import re
 from collections.abc import Iterable
 
 from lab.contract import Endpoint
+from labkit.errors import LabError
 
 INTEGER = re.compile(r"0|[1-9][0-9]{0,8}")  # [0-9] is ASCII only, unlike \d
 
 
-class BadParam(ValueError):
-    """A query parameter breaks the contract; `body()` is the 400 answer."""
+class BadParam(LabError):
+    """A query parameter breaks the contract: 400, the body names it."""
+
+    status = 400
 
     def __init__(self, param: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, param=param)
         self.param = param
-        self.message = message
-
-    def body(self) -> dict[str, str]:
-        return {"error": self.message, "param": self.param}
 
 
 def parse(endpoint: Endpoint, query: Iterable[tuple[str, str]]) -> dict[str, int]:

@@ -6,10 +6,16 @@ server's run) and released when it stops, and its /info.
     endpoints.upstream_sync(worker.client, worker.fan_out, ms, n, rid)
     info(framework, worker)
     stop(worker)
+    serve_dev(run, stop)                       # a dev server (Flask's app.run) instead
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -79,3 +85,25 @@ def info(framework: str, worker: Worker, **base: Any) -> dict[str, Any]:
         "pool_processes": p,
         "capacity": infos.check_capacity(capacity),
     }
+
+
+def serve_dev(run: Callable[[], None], stop: Callable[[], None], stop_s: float = 1.0) -> None:
+    """Run a WSGI dev server (`run`, e.g. Flask's app.run) as tutorials do, ending on SIGTERM as
+    on Ctrl-C. The dev server drops requests still in flight (a graceful timeout of 0). A
+    running /cpu-pool task can take seconds: `stop` gets `stop_s`, then the pool's parent-death
+    signal does the rest. Never returns: asgiref runs each async view's loop in a non-daemon
+    thread, which Python would join at exit, so an in-flight /sequential could hold the exit."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no per-request log lines
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # werkzeug's serve_forever ends on it
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        run()
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stopping = threading.Thread(target=stop, daemon=True)
+        stopping.start()
+        stopping.join(stop_s)
+    os._exit(0)

@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import aiohttp
 import httpx
 
+from labkit.errors import LabError
+
 TIMEOUT_S = 15.0  # above the contract's largest ms (10 s), so only a stuck upstream times out
 DEFAULT_URL = "http://127.0.0.1:8001"
 
@@ -38,16 +40,12 @@ def base_url() -> str:
     return os.environ.get("UPSTREAM_URL", DEFAULT_URL).rstrip("/")
 
 
-class UpstreamError(Exception):
+class UpstreamError(LabError):
     """The upstream failed (status 502) or timed out (504)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-        self.message = message
-
-    def body(self) -> dict[str, str]:
-        return {"error": self.message}
 
 
 def _delay_url(ms: int) -> str:

@@ -1,13 +1,12 @@
 """FastAPI target. Plain `def` endpoints run in anyio's thread pool, `async def` endpoints on
-the event loop. The query goes through a dependency that parses it with labkit.params (one
-grammar, repeats refused: 400 like every target) instead of typed Query parameters, whose
-validation would accept `1.0`, `+5` or `1_0` and answer 422. The endpoints' work is labkit's."""
+the event loop. A dependency parses the query with labkit.params (400, like every target):
+typed Query parameters would accept `1.0`, `+5` or `1_0` and answer 422."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.responses import JSONResponse
@@ -15,9 +14,9 @@ from fastapi.responses import JSONResponse
 from lab.contract import load
 from labkit import endpoints, errors, eventloop, knobs, params, upstream
 from labkit.asgi import GetOnly
+from labkit.endpoints import Body
 
 CONTRACT = load()
-Body = dict[str, Any]
 
 
 @asynccontextmanager
@@ -32,32 +31,28 @@ app = FastAPI(title="lab fastapi target", lifespan=lifespan, docs_url=None, redo
 app.add_middleware(GetOnly)  # 404/405 JSON for any method, before routing
 
 
-def query(name: str) -> Callable[[Request], Awaitable[dict[str, int]]]:
-    """A dependency: the endpoint's parameters. async, so it does not take a pool thread."""
-
-    async def parse(request: Request) -> dict[str, int]:
-        return params.parse(CONTRACT[name], request.query_params.multi_items())
-
-    return parse
+async def query(request: Request) -> dict[str, int]:
+    """The parameters of the route's endpoint (named as in the contract); async: no thread."""
+    return params.parse(CONTRACT[request.scope["route"].name], request.query_params.multi_items())
 
 
 def worker(request: Request) -> eventloop.Worker:
     return request.app.state.worker  # type: ignore[no-any-return]
 
 
+Query = Annotated[dict[str, int], Depends(query)]
+Running = Annotated[eventloop.Worker, Depends(worker)]  # this worker's resources
+
+
 @app.get("/sync")
-def sync(p: Annotated[dict[str, int], Depends(query("sync"))]) -> Body:
+def sync(p: Query) -> Body:
     return endpoints.sync(**p)  # a def: FastAPI runs it in anyio's thread pool
 
 
 def on_loop(name: str) -> Callable[..., Awaitable[Body]]:
     """An `async def` endpoint running labkit's coroutine for `name` on the worker's loop."""
 
-    async def endpoint(
-        p: Annotated[dict[str, int], Depends(query(name))],
-        w: Annotated[eventloop.Worker, Depends(worker)],
-        x_lab_request_id: Annotated[str | None, Header()] = None,
-    ) -> Body:
+    async def endpoint(p: Query, w: Running, x_lab_request_id: str | None = Header(None)) -> Body:
         return await eventloop.ENDPOINTS[name](w, p, upstream.request_id(x_lab_request_id))
 
     return endpoint
@@ -68,18 +63,13 @@ for name in eventloop.ENDPOINTS:
 
 
 @app.get("/info")
-async def info(w: Annotated[eventloop.Worker, Depends(worker)]) -> Body:
+async def info(w: Running) -> Body:
     return eventloop.info("fastapi", w)
 
 
-@app.exception_handler(params.BadParam)
-async def bad_param(request: Request, exc: params.BadParam) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=400)
-
-
-@app.exception_handler(upstream.UpstreamError)
-async def upstream_failed(request: Request, exc: upstream.UpstreamError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status)
+@app.exception_handler(errors.LabError)
+async def refused(request: Request, exc: errors.LabError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status)  # 400, or the upstream's 502/504
 
 
 @app.exception_handler(Exception)

@@ -10,10 +10,7 @@ dev server (`python app.py`) calls them around app.run."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
-import signal
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,7 +20,6 @@ from lab.contract import load
 from labkit import endpoints, errors, params, threaded, upstream
 
 CONTRACT = load()
-DEV_STOP_S = 1.0  # how long the dev server waits for its resources to stop on the way out
 Body = dict[str, Any]
 
 app = Flask(__name__)
@@ -51,14 +47,9 @@ def get_only() -> tuple[Body, int, dict[str, str]] | None:
     return errors.refusal(request.method, request.path)
 
 
-@app.errorhandler(params.BadParam)
-def bad_param(exc: params.BadParam) -> tuple[dict[str, str], int]:
-    return exc.body(), 400
-
-
-@app.errorhandler(upstream.UpstreamError)
-def upstream_failed(exc: upstream.UpstreamError) -> tuple[dict[str, str], int]:
-    return exc.body(), exc.status
+@app.errorhandler(errors.LabError)
+def refused(exc: errors.LabError) -> tuple[dict[str, str], int]:
+    return exc.body(), exc.status  # a bad parameter (400), the upstream (502, 504)
 
 
 @app.errorhandler(500)
@@ -147,27 +138,11 @@ def info() -> Body:
 
 
 def serve_dev() -> None:
-    """Flask's threaded development server, as tutorials run it: one process, a thread per
-    request. It drops requests still in flight when it stops: a graceful timeout of 0."""
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no per-request log lines
+    """Flask's threaded development server, as tutorials run it: one process."""
     app.config["LAB_SERVER"] = "werkzeug"
-    start(workers=1, threads=None, graceful_s=0.0)
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt  # werkzeug's serve_forever ends on it, as on Ctrl-C
-
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        app.run(os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8000")))
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        # A running /cpu-pool task can take seconds: leave it to the pool's parent-death signal.
-        stopping = threading.Thread(target=stop, args=(False,), daemon=True)
-        stopping.start()
-        stopping.join(DEV_STOP_S)
-    # asgiref runs each async view's loop in a non-daemon thread, which Python would join at
-    # exit: an in-flight /sequential could hold the exit for seconds. Leave without it.
-    os._exit(0)
+    start(workers=1, threads=None, graceful_s=0.0)  # it drops requests in flight when it stops
+    host, port = os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8000"))
+    threaded.serve_dev(lambda: app.run(host, port), lambda: stop(wait_for_pool=False))
 
 
 if __name__ == "__main__":

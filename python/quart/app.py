@@ -8,7 +8,6 @@ So here THREADS and EXECUTOR_THREADS size one and the same pool."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -25,20 +24,10 @@ app.json.sort_keys = False  # type: ignore[attr-defined]  # keep "endpoint", "pi
 worker: eventloop.Worker  # this worker process's resources, while it serves (below)
 
 
-def executor_size() -> int:
-    """THREADS or EXECUTOR_THREADS, which here name the same executor: both set must agree."""
-    threads = knobs.threads()
-    if threads is None:
-        return knobs.executor_threads()
-    if os.environ.get("EXECUTOR_THREADS", "").strip() and knobs.executor_threads() != threads:
-        raise ValueError(f"THREADS ({threads}) and EXECUTOR_THREADS size one pool: must agree")
-    return threads
-
-
 @app.while_serving
 async def serve() -> AsyncIterator[None]:
     global worker  # every worker process runs this on its own event loop
-    size = executor_size()
+    size = knobs.shared_executor_threads()
     async with eventloop.serving(size, sync_threads=size) as worker:
         yield
 
@@ -77,14 +66,9 @@ async def info() -> dict[str, Any]:
     return eventloop.info("quart", worker)
 
 
-@app.errorhandler(params.BadParam)
-async def bad_param(exc: params.BadParam) -> tuple[dict[str, str], int]:
-    return exc.body(), 400
-
-
-@app.errorhandler(upstream.UpstreamError)
-async def upstream_failed(exc: upstream.UpstreamError) -> tuple[dict[str, str], int]:
-    return exc.body(), exc.status
+@app.errorhandler(errors.LabError)
+async def refused(exc: errors.LabError) -> tuple[dict[str, str], int]:
+    return exc.body(), exc.status  # a bad parameter (400), the upstream (502, 504)
 
 
 @app.errorhandler(500)

@@ -53,13 +53,8 @@ async def info(request: Request) -> JSONResponse:
     return JSONResponse(eventloop.info("starlette", request.app.state.worker))
 
 
-async def bad_param(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, params.BadParam)
-    return JSONResponse(exc.body(), status_code=400)
-
-
-async def upstream_failed(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, upstream.UpstreamError)
+async def refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, errors.LabError)  # a bad parameter (400), the upstream (502, 504)
     return JSONResponse(exc.body(), status_code=exc.status)
 
 
@@ -74,10 +69,6 @@ assert {r.path for r in routes} == errors.PATHS, "every contract endpoint needs 
 app = Starlette(
     routes=routes,
     middleware=[Middleware(GetOnly)],  # 404/405 JSON for any method, before routing
-    exception_handlers={
-        params.BadParam: bad_param,
-        upstream.UpstreamError: upstream_failed,
-        Exception: internal_error,
-    },
+    exception_handlers={errors.LabError: refused, Exception: internal_error},
     lifespan=lifespan,
 )
