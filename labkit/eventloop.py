@@ -68,11 +68,12 @@ async def serving(executor_threads: int, sync_threads: int) -> AsyncIterator[Wor
         executor.shutdown(wait=False, cancel_futures=True)
 
 
-def info(framework: str, worker: Worker, **base: Any) -> dict[str, Any]:
+def info(framework: str, worker: Worker, workers: int | None = None, **base: Any) -> dict[str, Any]:
     """/info of an event-loop target: an event loop per worker process, `def` handlers in a pool
     of worker.sync_threads, and this worker's resources. Every number comes from the running
-    configuration. `base` goes to labkit.info.base (server_name=, graceful_s=)."""
-    workers = knobs.workers()
+    configuration: `workers` is WORKERS unless the server runs one process whatever it says.
+    `base` goes to labkit.info.base (server_name=, graceful_s=)."""
+    workers = knobs.workers() if workers is None else workers
     capacity = {
         "hello": None,
         "sync": workers * worker.sync_threads,  # `def` handlers: the thread pool, per worker
