@@ -61,6 +61,12 @@ targets: _ready
 serve target profile="": _ready
     @{{python}} -m lab serve "$@"
 
+# Create python/NAME/ from an existing kit target, e.g. `just new-target mine --like starlette`.
+[no-exit-message]
+[group('lab')]
+new-target name *options: _ready
+    @{{python}} -m lab new-target "$@"
+
 # Benchmark one target x one endpoint, e.g. `just bench go sync --vus 100 --duration 10s`.
 [no-exit-message]
 [group('bench')]
@@ -90,6 +96,11 @@ report *run: _ready
 test: setup lint
     cd go && go test ./...
     {{python}} -m pytest
+
+# The conformance suite (and the unreachable-upstream test) for one target, e.g. `just test-target starlette`.
+[group('test')]
+test-target name: _ready
+    {{python}} -m pytest tests/test_conformance.py tests/test_upstream.py -k "{{name}}"
 
 # Linters and formatters in check mode (ruff, gofmt, go vet).
 [group('test')]

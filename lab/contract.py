@@ -39,6 +39,7 @@ class Endpoint:
     params: tuple[Param, ...] = ()
     summary: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
+    max_service_ms: int | None = None  # the total-wait cap on the service expression, if any
 
     @property
     def bench(self) -> bool:
@@ -120,6 +121,7 @@ def parse(doc: dict[str, Any]) -> Contract:
                 params=tuple(params),
                 summary=op.get("summary", ""),
                 fields=lab.get("fields", {}),
+                max_service_ms=lab.get("max_service_ms"),
             )
         )
     return Contract(doc["info"]["version"], tuple(endpoints), doc.get("x-lab", {}))

@@ -21,9 +21,10 @@ from typing import IO, Any
 
 import psutil
 
-from lab import ROOT, knobs
+from lab import ROOT
 from lab.contract import OPENAPI
 from lab.targets import Target
+from labkit import knobs
 
 HOST = "127.0.0.1"
 BUILD_DIR = ROOT / ".build"

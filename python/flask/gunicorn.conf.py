@@ -12,7 +12,7 @@ SERVERS = ("sync", "gthread")  # the worker classes whose capacity app.py knows
 
 
 def post_worker_init(worker: Worker) -> None:
-    # In the worker's main thread, after the app is loaded: lab.pool.start needs that thread.
+    # In the worker's main thread, after the app is loaded: labkit.pool.start needs that thread.
     from app import start
 
     # worker_class_str, not the flag: gunicorn runs "sync" with --threads > 1 as gthread.
@@ -20,7 +20,7 @@ def post_worker_init(worker: Worker) -> None:
     if worker_class not in SERVERS:
         raise RuntimeError(f"the flask target runs sync or gthread workers, not {worker_class!r}")
     threads = worker.cfg.threads if worker_class == "gthread" else 1
-    start(workers=worker.cfg.workers, threads=threads)
+    start(worker.cfg.workers, threads, graceful_s=worker.cfg.graceful_timeout)
 
 
 def worker_exit(server: Arbiter, worker: Worker) -> None:

@@ -1,161 +1,74 @@
 """Starlette target. Plain `def` endpoints run in anyio's thread pool, `async def` endpoints on
-the event loop; Starlette validates nothing, so lab.params checks the query against the
-contract (400)."""
+the event loop. Starlette validates nothing: each endpoint parses its query with labkit.params
+(400 through an exception handler). The endpoints' work is labkit's; what is Starlette's here
+is the routing, the handlers, the lifespan and the error handlers."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
-import anyio.to_thread
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from lab import asgi, knobs, upstream
 from lab.contract import load
-from lab.params import BadParam, parse
-from lab.work import fnv1a
+from labkit import endpoints, errors, eventloop, knobs, params, upstream
+from labkit.asgi import GetOnly
 
 CONTRACT = load()
 
 
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
-    asgi.size_anyio_pool()
-    async with asgi.serving(knobs.executor_threads()) as worker:
+    threads = eventloop.size_anyio_pool()  # `def` endpoints: anyio's pool
+    async with eventloop.serving(knobs.executor_threads(), threads) as worker:
         app.state.worker = worker
         yield
 
 
-def params(request: Request, name: str) -> dict[str, int]:
-    """The endpoint's parameters, defaults filled in; BadParam becomes a 400 (see below)."""
-    return parse(CONTRACT[name], request.query_params)
-
-
-def done(endpoint: str, **fields: Any) -> JSONResponse:
-    return JSONResponse({"endpoint": endpoint, "pid": os.getpid(), **fields})
-
-
-async def hello(request: Request) -> JSONResponse:
-    return done("hello", message="hello, world")
+def query(request: Request, name: str) -> dict[str, int]:
+    return params.parse(CONTRACT[name], request.query_params.multi_items())
 
 
 def sync(request: Request) -> JSONResponse:
-    # A plain def: Starlette runs it with anyio.to_thread.run_sync, so in anyio's thread pool.
-    p = params(request, "sync")
-    time.sleep(p["ms"] / 1000)
-    return done("sync", **p)
+    # A plain def: Starlette runs it with anyio.to_thread.run_sync, in anyio's thread pool.
+    return JSONResponse(endpoints.sync(**query(request, "sync")))
 
 
-async def async_(request: Request) -> JSONResponse:
-    p = params(request, "async")
-    await asyncio.sleep(p["ms"] / 1000)
-    return done("async", **p)
+def on_loop(name: str) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """An `async def` endpoint running labkit's coroutine for `name` on the worker's loop."""
 
+    async def endpoint(request: Request) -> JSONResponse:
+        rid = upstream.request_id(request.headers.get(upstream.REQUEST_ID))
+        work = eventloop.ENDPOINTS[name]
+        return JSONResponse(await work(request.app.state.worker, query(request, name), rid))
 
-async def blocking(request: Request) -> JSONResponse:
-    p = params(request, "blocking")
-    time.sleep(p["ms"] / 1000)  # the anti-pattern on purpose: it stops this worker's event loop
-    return done("blocking", **p)
-
-
-async def executor(request: Request) -> JSONResponse:
-    p = params(request, "executor")
-    await asyncio.get_running_loop().run_in_executor(None, time.sleep, p["ms"] / 1000)
-    return done("executor", **p)
-
-
-async def gather(request: Request) -> JSONResponse:
-    p = params(request, "gather")
-    await asyncio.gather(*(asyncio.sleep(p["ms"] / 1000) for _ in range(p["n"])))
-    return done("gather", **p)
-
-
-async def sequential(request: Request) -> JSONResponse:
-    p = params(request, "sequential")
-    for _ in range(p["n"]):
-        await asyncio.sleep(p["ms"] / 1000)
-    return done("sequential", **p)
-
-
-async def cpu(request: Request) -> JSONResponse:
-    n = params(request, "cpu")["n"]
-    return done("cpu", n=n, result=fnv1a(n))  # inline: holds the event loop while it runs
-
-
-async def cpu_pool(request: Request) -> JSONResponse:
-    n = params(request, "cpu-pool")["n"]
-    loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(request.app.state.worker.pool, fnv1a, n)
-    return done("cpu-pool", n=n, result=result)
-
-
-async def upstream_(request: Request) -> JSONResponse:
-    p = params(request, "upstream")
-    statuses = await upstream.fan_out(request.app.state.worker.session, p["ms"], p["n"])
-    return done("upstream", **p, statuses=statuses)
-
-
-async def upstream_seq(request: Request) -> JSONResponse:
-    p = params(request, "upstream-seq")
-    statuses = await upstream.one_by_one(request.app.state.worker.session, p["ms"], p["n"])
-    return done("upstream-seq", **p, statuses=statuses)
-
-
-async def health(request: Request) -> JSONResponse:
-    return done("health", status="ok")
+    return endpoint
 
 
 async def info(request: Request) -> JSONResponse:
-    threads = int(anyio.to_thread.current_default_thread_limiter().total_tokens)
-    return JSONResponse(asgi.info("starlette", request.app.state.worker, threads))
+    return JSONResponse(eventloop.info("starlette", request.app.state.worker))
 
 
-async def bad_param(request: Request, exc: BadParam) -> Response:
-    return JSONResponse(exc.body(), status_code=400)
-
-
-async def upstream_failed(request: Request, exc: upstream.UpstreamError) -> Response:
+async def refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, errors.LabError)  # a bad parameter (400), the upstream (502, 504)
     return JSONResponse(exc.body(), status_code=exc.status)
 
 
-async def http_error(request: Request, exc: HTTPException) -> Response:
-    # Starlette's own 404/405 are plain text; every target answers JSON (405 keeps its Allow).
-    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+async def internal_error(request: Request, exc: Exception) -> Response:
+    return JSONResponse(errors.INTERNAL, status_code=500)  # Starlette still logs the traceback
 
 
-HANDLERS: dict[str, Callable[[Request], Any]] = {
-    "hello": hello,
-    "sync": sync,
-    "async": async_,
-    "blocking": blocking,
-    "executor": executor,
-    "gather": gather,
-    "sequential": sequential,
-    "cpu": cpu,
-    "cpu-pool": cpu_pool,
-    "upstream": upstream_,
-    "upstream-seq": upstream_seq,
-    "health": health,
-    "info": info,
-}
-assert set(HANDLERS) == set(CONTRACT.names()), "every contract endpoint needs a handler"
+routes = [Route(CONTRACT[n].path, on_loop(n)) for n in eventloop.ENDPOINTS]
+routes += [Route("/sync", sync), Route("/info", info)]
+assert {r.path for r in routes} == errors.PATHS, "every contract endpoint needs a route"
 
 app = Starlette(
-    # Paths come from the contract, so a renamed path cannot drift from it.
-    routes=[Route(CONTRACT[name].path, handler) for name, handler in HANDLERS.items()],
-    exception_handlers={
-        BadParam: bad_param,
-        upstream.UpstreamError: upstream_failed,
-        404: http_error,
-        405: http_error,
-    },
+    routes=routes,
+    middleware=[Middleware(GetOnly)],  # 404/405 JSON for any method, before routing
+    exception_handlers={errors.LabError: refused, Exception: internal_error},
     lifespan=lifespan,
 )

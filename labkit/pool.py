@@ -2,7 +2,11 @@
 
 Pool processes are forked from the worker, so they also inherit the write end of the
 pool's own pipe and would never see EOF if the worker were killed. They ask the kernel to
-end them when their parent dies instead, and leave Ctrl-C to their parent."""
+end them when their parent dies instead, and leave Ctrl-C to their parent.
+
+They also inherit the worker's Python signal handlers: uvicorn's and gunicorn's SIGTERM
+handlers only flag a server (the copy in the child) to stop, so a pool process that kept one
+would shrug off its parent-death SIGTERM and outlive its worker. Each resets SIGTERM first."""
 
 from __future__ import annotations
 
@@ -11,12 +15,13 @@ import multiprocessing
 import signal
 from concurrent.futures import ProcessPoolExecutor
 
-from lab.work import fnv1a
+from labkit.work import fnv1a
 
 _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)

@@ -45,3 +45,15 @@ def executor_threads() -> int:
 
 def pool_processes() -> int:
     return _int_env("POOL_PROCESSES", cpus())  # type: ignore[return-value]
+
+
+def shared_executor_threads() -> int:
+    """For a framework that runs `def` handlers in the loop's default executor (Quart): THREADS
+    and EXECUTOR_THREADS then size one and the same pool, so if both are set they must agree
+    rather than one being silently ignored."""
+    threads_ = threads()
+    if threads_ is None:
+        return executor_threads()
+    if os.environ.get("EXECUTOR_THREADS", "").strip() and executor_threads() != threads_:
+        raise ValueError(f"THREADS ({threads_}) and EXECUTOR_THREADS size one pool: must agree")
+    return threads_

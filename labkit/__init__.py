@@ -1,0 +1,15 @@
+"""The target kit: what the lab's Python targets import at serve time, apart from the runner
+(`lab/`). A target's folder then holds only what is its framework's own: routing, handler
+signatures, lifespan, error handlers, and the size of the pool its `def` handlers run in.
+
+- params     parse(endpoint, pairs): the contract's integer grammar, repeats, bounds, total-wait cap
+- endpoints  the endpoints' work as plain functions returning the JSON body (def and async def)
+- errors     LabError (status + body), INTERNAL, refusal(method, path): JSON 404 / 405
+- asgi       GetOnly: refusal as ASGI middleware
+- eventloop  the event-loop worker: serving(), ENDPOINTS, info(), size_anyio_pool()
+- threaded   the thread-per-request (WSGI) worker: start(), stop(), info(), serve_dev()
+- info       /info's common part: server, version, graceful_timeout_s, check_capacity()
+- knobs, pool, upstream, work: WORKERS & co, the /cpu-pool pool, upstream clients, FNV-1a
+
+The contract itself is read through lab.contract (lab/ needs it too). README.md, "Adding a
+framework", walks through a new target; each module's docstring is its reference."""

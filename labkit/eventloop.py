@@ -1,0 +1,160 @@
+"""The event-loop worker model (ASGI servers, aiohttp): what one worker process holds while it
+serves, its /info, and the endpoints as coroutines of that worker.
+
+    async with serving(executor_threads, sync_threads) as worker:   # lifespan / while_serving
+        ...
+    body = await ENDPOINTS["gather"](worker, params, request_id)     # any endpoint but /sync
+    info(framework, worker)                                          # /info
+
+`/sync` is not in ENDPOINTS: each target writes it as a plain `def` handler, so that its
+framework runs it the way it runs every `def` (anyio's pool, Quart's default executor, ...)
+and calls labkit.endpoints.sync in it. `sync_threads` is the size of that pool."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import anyio.to_thread
+
+from labkit import endpoints, knobs, pool, upstream
+from labkit import info as infos
+from labkit.endpoints import Body
+from labkit.work import release_blocked
+
+
+@dataclass(frozen=True)
+class Worker:
+    executor_threads: int  # the loop's default executor (/executor)
+    sync_threads: int  # the pool the framework runs `def` handlers in (/sync)
+    pool_processes: int
+    pool: ProcessPoolExecutor
+    session: aiohttp.ClientSession
+
+
+def size_anyio_pool() -> int:
+    """Apply THREADS to anyio's thread limiter (the pool Starlette, FastAPI and Litestar's
+    sync_to_thread run `def` handlers in) and return its size. Reading the limiter also loads
+    anyio's asyncio backend now: left to the first `def` request, that import costs ~150 ms."""
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    threads = knobs.threads()
+    if threads is not None:
+        limiter.total_tokens = threads
+    return int(limiter.total_tokens)
+
+
+@asynccontextmanager
+async def serving(executor_threads: int, sync_threads: int) -> AsyncIterator[Worker]:
+    """The worker's resources for as long as it serves. Enter it on the worker's event loop, in
+    its main thread (labkit.pool's processes die with the thread that forks them). On the way
+    out it first wakes every thread still blocked in a wait, so that no in-flight /sync or
+    /executor holds the process past its server's graceful timeout."""
+    executor = ThreadPoolExecutor(executor_threads, thread_name_prefix="executor")
+    asyncio.get_running_loop().set_default_executor(executor)
+    processes = knobs.pool_processes()
+    cpu_pool = pool.start(processes)
+    session = upstream.open_session()
+    try:
+        yield Worker(executor_threads, sync_threads, processes, cpu_pool, session)
+    finally:
+        release_blocked()
+        await session.close()
+        pool.stop(cpu_pool)
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
+def info(framework: str, worker: Worker, workers: int | None = None, **base: Any) -> dict[str, Any]:
+    """/info of an event-loop target: an event loop per worker process, `def` handlers in a pool
+    of worker.sync_threads, and this worker's resources. Every number comes from the running
+    configuration: `workers` is WORKERS unless the server runs one process whatever it says.
+    `base` goes to labkit.info.base (server_name=, graceful_s=)."""
+    workers = knobs.workers() if workers is None else workers
+    capacity = {
+        "hello": None,
+        "sync": workers * worker.sync_threads,  # `def` handlers: the thread pool, per worker
+        "async": None,  # awaiting holds nothing
+        "blocking": workers,  # a blocking sleep holds the whole event loop of its worker
+        "executor": workers * worker.executor_threads,
+        "gather": None,
+        "sequential": None,
+        "cpu": workers,  # inline CPU work holds the event loop too
+        "cpu-pool": workers * worker.pool_processes,
+        "upstream": None,  # aiohttp without a connection cap
+        "upstream-seq": None,
+    }
+    return {
+        **infos.base(framework, **base),
+        "workers": workers,
+        "threads": worker.sync_threads,
+        "executor_threads": worker.executor_threads,
+        "pool_processes": worker.pool_processes,
+        "capacity": infos.check_capacity(capacity),
+    }
+
+
+Params = dict[str, int]
+Handler = Callable[[Worker, Params, "str | None"], Awaitable[Body]]
+
+
+async def _hello(w: Worker, p: Params, rid: str | None) -> Body:
+    return endpoints.hello()
+
+
+async def _async(w: Worker, p: Params, rid: str | None) -> Body:
+    return await endpoints.wait(**p)
+
+
+async def _blocking(w: Worker, p: Params, rid: str | None) -> Body:
+    return endpoints.blocking(**p)  # on the loop: stops it, on purpose
+
+
+async def _executor(w: Worker, p: Params, rid: str | None) -> Body:
+    return await endpoints.executor(**p)
+
+
+async def _gather(w: Worker, p: Params, rid: str | None) -> Body:
+    return await endpoints.gather(**p)
+
+
+async def _sequential(w: Worker, p: Params, rid: str | None) -> Body:
+    return await endpoints.sequential(**p)
+
+
+async def _cpu(w: Worker, p: Params, rid: str | None) -> Body:
+    return endpoints.cpu(**p)  # on the loop: holds it, on purpose
+
+
+async def _cpu_pool(w: Worker, p: Params, rid: str | None) -> Body:
+    return await endpoints.cpu_pool(w.pool, **p)
+
+
+async def _upstream(w: Worker, p: Params, rid: str | None) -> Body:
+    return await endpoints.upstream(w.session, rid=rid, **p)
+
+
+async def _upstream_seq(w: Worker, p: Params, rid: str | None) -> Body:
+    return await endpoints.upstream_seq(w.session, rid=rid, **p)
+
+
+async def _health(w: Worker, p: Params, rid: str | None) -> Body:
+    return endpoints.health()
+
+
+ENDPOINTS: dict[str, Handler] = {
+    "hello": _hello,
+    "async": _async,
+    "blocking": _blocking,
+    "executor": _executor,
+    "gather": _gather,
+    "sequential": _sequential,
+    "cpu": _cpu,
+    "cpu-pool": _cpu_pool,
+    "upstream": _upstream,
+    "upstream-seq": _upstream_seq,
+    "health": _health,
+}

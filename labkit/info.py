@@ -1,0 +1,80 @@
+"""The parts of /info every Python target shares, found from the live process: what server runs
+it (and its version), how long that server lets requests finish after SIGTERM, the CPUs.
+The capacity table itself comes from the worker model (labkit.eventloop, labkit.threaded)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from importlib.metadata import version
+from typing import Any
+
+from lab.contract import load
+from labkit import knobs
+
+# Servers found by the modules they load. gunicorn first: its uvicorn worker loads uvicorn too.
+SERVERS = ("gunicorn", "uvicorn", "hypercorn", "granian")
+# Each server's graceful-shutdown flag and its own default when the flag is absent
+# (uvicorn: None, it waits for every request to finish however long that takes).
+GRACEFUL_FLAGS: dict[str, tuple[str, float | None]] = {
+    "gunicorn": ("--graceful-timeout", 30.0),
+    "uvicorn": ("--timeout-graceful-shutdown", None),
+    "hypercorn": ("--graceful-timeout", 3.0),
+}
+
+
+def server() -> tuple[str, str]:
+    """The server that runs this worker, and its version, from the modules it has loaded;
+    ("unknown", "") rather than a guess. A target that runs its own server (Flask's dev
+    server, aiohttp's web.run_app) names it in base(server=...)."""
+    for name in SERVERS:
+        if name in sys.modules:
+            return name, version(name)
+    return "unknown", ""
+
+
+def graceful_timeout_s(server_name: str, argv: list[str] | None = None) -> float | None:
+    """The server's graceful timeout as its command line sets it (workers spawned by uvicorn
+    and hypercorn get the parent's argv too), else the server's own default."""
+    flag, default = GRACEFUL_FLAGS.get(server_name, ("", None))
+    args = sys.argv[1:] if argv is None else argv
+    for i, arg in enumerate(args):
+        if flag and arg == flag and i + 1 < len(args):
+            return float(args[i + 1])
+        if flag and arg.startswith(flag + "="):
+            return float(arg.split("=", 1)[1])
+    return default
+
+
+def base(
+    framework: str,
+    *,
+    server_name: str | None = None,
+    graceful_s: float | None = None,
+) -> dict[str, Any]:
+    """Fields of /info that do not depend on the framework's concurrency model."""
+    name, server_version = (server_name, version(server_name)) if server_name else server()
+    graceful = graceful_s if graceful_s is not None else graceful_timeout_s(name)
+    return {
+        "endpoint": "info",
+        "pid": os.getpid(),
+        "target": os.environ.get("LAB_TARGET", framework),
+        "profile": os.environ.get("LAB_PROFILE", "manual"),
+        "framework": framework,
+        "framework_version": version(framework),
+        "server": name,
+        "server_version": server_version,
+        "language": "python",
+        "language_version": platform.python_version(),
+        "cpus": knobs.cpus(),
+        "graceful_timeout_s": graceful,
+    }
+
+
+def check_capacity(capacity: dict[str, int | None]) -> dict[str, int | None]:
+    """Fail loudly when a target's capacity table drifts from the contract's endpoints."""
+    expected = {e.name for e in load().bench_endpoints()}
+    if set(capacity) != expected:
+        raise RuntimeError(f"capacity keys {sorted(capacity)} != contract {sorted(expected)}")
+    return capacity

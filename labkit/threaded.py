@@ -1,0 +1,109 @@
+"""The thread-per-request worker model (WSGI: gunicorn sync/gthread, Flask's dev server): what
+one worker process holds, made when it starts (gunicorn's post_worker_init, or around the dev
+server's run) and released when it stops, and its /info.
+
+    worker = start(workers=..., threads=...)   # in the worker's main thread
+    endpoints.upstream_sync(worker.client, worker.fan_out, ms, n, rid)
+    info(framework, worker)
+    stop(worker)
+    serve_dev(run, stop)                       # a dev server (Flask's app.run) instead
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from lab.contract import load
+from labkit import info as infos
+from labkit import knobs, pool, upstream
+from labkit.work import release_blocked
+
+FAN_OUT_THREADS = 100  # the contract's largest n: one /upstream call never queues for a thread
+
+
+@dataclass(frozen=True)
+class Worker:
+    """What this worker process serves with, and how many requests it serves at once."""
+
+    workers: int
+    threads: int | None  # request threads per worker; None: a thread per request
+    executor_threads: int
+    pool_processes: int
+    pool: ProcessPoolExecutor
+    client: httpx.Client
+    fan_out: ThreadPoolExecutor
+    graceful_s: float | None = None  # the server's graceful timeout, when the app can see it
+
+
+def start(workers: int, threads: int | None, graceful_s: float | None = None) -> Worker:
+    """This worker's resources. Call it from the worker's main thread (labkit.pool)."""
+    processes = knobs.pool_processes()
+    return Worker(
+        workers=workers,
+        threads=threads,
+        executor_threads=knobs.executor_threads(),
+        pool_processes=processes,
+        pool=pool.start(processes),
+        client=upstream.open_client(),
+        fan_out=ThreadPoolExecutor(FAN_OUT_THREADS, thread_name_prefix="fan-out"),
+        graceful_s=graceful_s,
+    )
+
+
+def stop(worker: Worker, wait_for_pool: bool = True) -> None:
+    """Release the worker's resources; wakes every request thread still blocked in a wait."""
+    release_blocked()
+    worker.fan_out.shutdown(wait=False, cancel_futures=True)
+    worker.client.close()
+    if wait_for_pool:
+        pool.stop(worker.pool)
+
+
+def info(framework: str, worker: Worker, **base: Any) -> dict[str, Any]:
+    """/info of a thread-per-request target. A request holds one request thread from start to
+    end (an async view runs to completion inside it), so every endpoint serves workers x threads
+    at once, or without bound when the server makes a thread per request; /cpu-pool is also
+    bounded by the worker's pool processes."""
+    w, t, p = worker.workers, worker.threads, worker.pool_processes
+    slots = None if t is None else w * t
+    capacity: dict[str, int | None] = {e.name: slots for e in load().bench_endpoints()}
+    capacity["cpu-pool"] = w * min(t or p, p)
+    return {
+        **infos.base(framework, graceful_s=worker.graceful_s, **base),
+        "workers": w,
+        "threads": t,
+        "executor_threads": worker.executor_threads,
+        "pool_processes": p,
+        "capacity": infos.check_capacity(capacity),
+    }
+
+
+def serve_dev(run: Callable[[], None], stop: Callable[[], None], stop_s: float = 1.0) -> None:
+    """Run a WSGI dev server (`run`, e.g. Flask's app.run) as tutorials do, ending on SIGTERM as
+    on Ctrl-C. The dev server drops requests still in flight (a graceful timeout of 0). A
+    running /cpu-pool task can take seconds: `stop` gets `stop_s`, then the pool's parent-death
+    signal does the rest. Never returns: asgiref runs each async view's loop in a non-daemon
+    thread, which Python would join at exit, so an in-flight /sequential could hold the exit."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no per-request log lines
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # werkzeug's serve_forever ends on it
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        run()
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stopping = threading.Thread(target=stop, daemon=True)
+        stopping.start()
+        stopping.join(stop_s)
+    os._exit(0)
