@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lab import charts, model
+from lab import charts, model, report_published
 from lab.runs import NOISY_CV, Group, Run, read_run
 
 VERDICT_CLASS = {
@@ -642,12 +642,13 @@ SCRIPT = """
 """
 
 
-SECTIONS = ("headline", "throughput", "latency", "efficiency", "sweeps", "canary", "repeats",
-            "errors", "timelines", "provenance")  # fmt: skip
+SECTIONS = ("published", "headline", "throughput", "latency", "efficiency", "sweeps", "canary",
+            "repeats", "errors", "timelines", "provenance")  # fmt: skip
 
 
 def render(run: Run, chart: ChartWriter) -> str:
     sections = [
+        report_published.section(run.path),
         headline(run),
         throughput_section(run, chart),
         latency_section(run, chart),
@@ -706,7 +707,8 @@ def summary_md(run: Run) -> str:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     if not run.groups:
         lines.append("\n(no cell has been measured yet)")
-    return "\n".join(lines) + "\n"
+    claims = report_published.markdown(run.path)
+    return "\n".join(lines) + "\n" + (f"\n{claims}" if claims else "")
 
 
 def build(run_dir: Path) -> Path:
