@@ -54,6 +54,15 @@ class Cell:
     def duration_s(self) -> float:
         return parse_duration(self.duration)
 
+    @property
+    def expected_s(self) -> float:
+        """How long the load should take: the duration, or for a fixed number of requests
+        that many service times (+ 2 ms of HTTP each) one after another, capped by it."""
+        if not self.iterations:
+            return self.duration_s
+        service_ms = load()[self.endpoint].service_ms(dict(self.params)) or 0.0
+        return min(self.duration_s, self.iterations * (service_ms + 2.0) / 1000)
+
     def param(self, name: str) -> int | None:
         return dict(self.params).get(name)
 
