@@ -297,7 +297,10 @@ def published_table(run_path: Path) -> str:
     """For a run that re-created a post: its claims, published / measured / predicted."""
     from lab import published
 
-    rep = published.from_run(run_path)
+    try:
+        rep = published.from_run(run_path)
+    except (MatrixError, LookupError) as exc:  # the rows are safe; say why there is no table
+        return f"the post's claims could not be read: {exc}"
     return published.text_table(rep) if rep else ""
 
 
@@ -320,7 +323,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         matrix=args.post, repeat=args.repeat, out=args.out, port=args.port,
         canary_rate=None, no_pin=args.no_pin, allow_remote=False,
     )  # fmt: skip
-    argv = ["bench-all", "--matrix", args.post, *sys.argv[3:]]
+    argv = ["bench-all", "--matrix", args.post]
+    for flag, value in (("--repeat", args.repeat), ("--out", args.out), ("--port", args.port)):
+        argv += [flag, str(value)] if value is not None else []
+    argv += ["--no-pin"] if args.no_pin else []
     return cmd_bench(bench, all_targets=True, argv=argv)
 
 

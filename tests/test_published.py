@@ -466,7 +466,7 @@ def test_reproduce_the_smallest_post_for_real(tmp_path: Path) -> None:
     """The smallest post with its first cell (16 one-second requests at once on 4 workers;
     the other two differ only in the endpoint): its own file, filtered, in a matrix folder of
     its own; the rest is `lab reproduce`. About 25 s on a loaded machine."""
-    matrices = tmp_path / "matrices"
+    matrices, out = tmp_path / "matrices", tmp_path / "results"
     matrices.mkdir()
     text = (ROOT / "k6" / "matrices" / "flask-workers.toml").read_text()
     # keep the sync cell and its claims ([post] comes first in the file, then the [[...]])
@@ -480,7 +480,7 @@ def test_reproduce_the_smallest_post_for_real(tmp_path: Path) -> None:
         "sys.exit(main(['reproduce', 'flask-workers', '--out', sys.argv[2]]))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, str(matrices), str(tmp_path / "results")],
+        [sys.executable, "-c", script, str(matrices), str(out)],
         cwd=ROOT,
         env=ENV,
         capture_output=True,
@@ -490,9 +490,11 @@ def test_reproduce_the_smallest_post_for_real(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "published / measured here / predicted by the model" in done.stdout
-    run = (tmp_path / "results" / "latest").resolve()
+    run = (out / "latest").resolve()
     meta = json.loads((run / "run.json").read_text())
     assert meta["knobs"]["WORKERS"] == "4"
+    # an interrupted reproduction resumes as the bench-all it is
+    assert meta["command"] == ["bench-all", "--matrix", "flask-workers", "--out", str(out)]
     assert next(iter(meta["servers"].values()))["workers"] == 4
     rep = published.from_run(run)
     assert rep is not None
