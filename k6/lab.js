@@ -255,7 +255,7 @@ export function handleSummary(data) {
     params: PARAMS,
     vus: VUS,
     rate: RATE === undefined ? null : RATE,
-    iterations: ITERATIONS === undefined ? null : ITERATIONS,
+    ...(ITERATIONS === undefined ? {} : { iterations: ITERATIONS }), // only when set
     duration: DURATION,
     canary_rate: CANARY_RATE,
     timeout: TIMEOUT,
