@@ -118,6 +118,12 @@ def by_load(groups: list[Group]) -> dict[tuple[int, int], list[Group]]:
 
 
 def _matrix_load(matrix: dict[str, Any]) -> str:
+    if matrix.get("cells"):  # a post's explicit cells, each with its own load
+        return (
+            f"{len(matrix['cells'])} explicit cells, each with its own VUs (and requests per "
+            f"VU); {matrix.get('duration', '-')} per cell at most; "
+            f"{matrix.get('repeat', 1)} repeat(s)"
+        )
     rates = [r for r in matrix.get("rates") or [] if r]
     params = ", ".join(
         f"{k}={v}" if not isinstance(v, dict) else f"{k}: {v}"
