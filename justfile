@@ -116,3 +116,9 @@ fmt: _ready
     {{python}} -m ruff format .
     {{python}} -m ruff check --fix .
     cd go && gofmt -w .
+
+# Re-run a published post's experiment: published / measured / predicted per figure (no name: list).
+[no-exit-message]
+[group('bench')]
+reproduce *post: _ready
+    @{{python}} -m lab reproduce "$@"

@@ -98,6 +98,10 @@ for (const name of PARAM_ENV) {
 
 const VUS = integer('VUS', 10, 1, 100000);
 const RATE = integer('RATE', undefined, 1, 10000000); // iterations/s; set: open model
+// Set: a fixed number of requests per VU (k6's per-vu-iterations executor), DURATION its
+// cap. ITERATIONS=1 with VUS=16 is a burst of 16 released at once; VUS=1 a sequential client.
+const ITERATIONS = integer('ITERATIONS', undefined, 1, 10000000);
+if (ITERATIONS !== undefined && RATE !== undefined) fail('ITERATIONS and RATE exclude each other');
 const CANARY_RATE = integer('CANARY_RATE', 5, 0, 100000); // /hello per s; 0: no canary
 const DURATION = duration('DURATION', '10s');
 const TIMEOUT = duration('TIMEOUT', '120s');
@@ -113,8 +117,19 @@ const QUERY = Object.entries(PARAMS)
 const MAIN_URL = `${BASE_URL}${OP.path}${QUERY ? `?${QUERY}` : ''}`;
 const CANARY_URL = `${BASE_URL}${ENDPOINTS.hello ? ENDPOINTS.hello.path : '/hello'}`;
 
+const ITERATION_SCENARIO = {
+  executor: 'per-vu-iterations',
+  vus: VUS,
+  iterations: ITERATIONS,
+  maxDuration: DURATION,
+  gracefulStop: GRACEFUL_STOP,
+  exec: 'main',
+};
+
 const scenarios = {
-  main: RATE
+  main: ITERATIONS
+    ? ITERATION_SCENARIO
+    : RATE
     ? {
         executor: 'constant-arrival-rate',
         rate: RATE,
@@ -208,7 +223,8 @@ function text(data, lab) {
   const dur = metric(data, 'http_req_duration{scenario:main}') || {};
   const failed = metric(data, 'http_req_failed{scenario:main}') || {};
   const dropped = metric(data, 'dropped_iterations{scenario:main}') || {};
-  const model = lab.rate ? `open ${lab.rate}/s, ${lab.vus} VUs max` : `closed ${lab.vus} VUs`;
+  let model = lab.rate ? `open ${lab.rate}/s, ${lab.vus} VUs max` : `closed ${lab.vus} VUs`;
+  if (lab.iterations) model = `${lab.vus} VUs x ${lab.iterations} requests`;
   const query = Object.entries(lab.params)
     .map(([k, v]) => `${k}=${v}`)
     .join(' ');
@@ -239,6 +255,7 @@ export function handleSummary(data) {
     params: PARAMS,
     vus: VUS,
     rate: RATE === undefined ? null : RATE,
+    ...(ITERATIONS === undefined ? {} : { iterations: ITERATIONS }), // only when set
     duration: DURATION,
     canary_rate: CANARY_RATE,
     timeout: TIMEOUT,

@@ -161,6 +161,15 @@ def _matrix(args: argparse.Namespace, all_targets: bool) -> Matrix:
         matrix = load_matrix("quick")
     else:
         matrix = Matrix(name="bench", duration="10s", vus=[50])
+    if matrix.cells:
+        given = [f"--{f}" for f in ("profile", "vus", "duration", "rate", "ms", "n")
+                 if getattr(args, f, None) is not None]  # fmt: skip
+        if given or not all_targets:
+            what = ", ".join(given) or "a single target"
+            raise UsageError(f"matrix {matrix.name} fixes its cells' load: {what} cannot change it")
+        if args.repeat is not None:
+            matrix.repeat = args.repeat
+        return matrix
     if not all_targets:
         matrix.targets = [find(args.target).name]
         contract = load()
@@ -212,9 +221,20 @@ def _targets_for(matrix: Matrix, info: dict | None) -> list[Target]:
     ]
 
 
-def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
+def _apply_env(env: dict[str, str]) -> None:
+    """A matrix's knobs (a post's WORKERS=4) for every server of the run; recorded in
+    run.json's knobs like any knob from the shell."""
+    for name, value in env.items():
+        if os.environ.get(name, value) != str(value):
+            print(f"lab: the matrix sets {name}={value} (not {os.environ[name]})", file=sys.stderr)
+        os.environ[name] = str(value)
+
+
+def cmd_bench(
+    args: argparse.Namespace, all_targets: bool = False, argv: list[str] | None = None
+) -> int:
     loadgen.binary()  # k6 missing: a one-line error before anything starts
-    argv = ["bench-all" if all_targets else "bench", *sys.argv[2:]]
+    argv = argv or ["bench-all" if all_targets else "bench", *sys.argv[2:]]
     if args.resume:
         try:
             run = RunDir(resolve(args.resume, args.out or RESULTS_DIR))
@@ -225,6 +245,7 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
         run.write_meta(meta)
         options = Options(**meta["options"])
         cells, done = resume_cells(run)
+        _apply_env((meta.get("matrix") or {}).get("env") or {})
         runner = Runner(run, options)
         runner.servers = meta.get("servers", {})
     else:
@@ -232,6 +253,7 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
         if args.port and not args.url and server.port_in_use(args.port):
             raise UsageError(f"port {args.port} is already in use")
         matrix = _matrix(args, all_targets)
+        _apply_env(matrix.env)
         seed = random.randrange(2**31)
         cells = expand(matrix, _targets_for(matrix, info), seed=seed)
         options = Options(url=args.url, port=args.port, pin=not args.no_pin)
@@ -254,6 +276,9 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
         return 130
     finish_run(run, meta, runner, "complete")
     print(summary_table(rows))
+    claims = published_table(run.path)
+    if claims:
+        print(f"\n{claims}")
     print(f"\nresults: {run.csv_path}")
     if all_targets:
         from lab import report
@@ -266,6 +291,43 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
     if errors:
         print(f"{errors} of {len(rows)} cells failed; see the error column", file=sys.stderr)
     return 1 if errors else 0
+
+
+def published_table(run_path: Path) -> str:
+    """For a run that re-created a post: its claims, published / measured / predicted."""
+    from lab import published
+
+    try:
+        rep = published.from_run(run_path)
+    except (MatrixError, LookupError) as exc:  # the rows are safe; say why there is no table
+        return f"the post's claims could not be read: {exc}"
+    return published.text_table(rep) if rep else ""
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """Re-run a published post's experiment; without a name, list the posts."""
+    from lab import published
+
+    if args.post is None:
+        print("posts the lab re-creates (just reproduce POST):")
+        for name in published.posts():
+            matrix = load_matrix(name)
+            post = published.post_of(matrix)
+            claims = len(published.claims_of(matrix))
+            print(f"  {name:<14} {post.citation}: {len(matrix.cells)} cells, {claims} figures")
+        return 0
+    matrix = published.load_post(args.post)
+    published.claims_of(matrix)  # a broken post file: one line before anything starts
+    bench = argparse.Namespace(
+        **{k: None for k in ("profile", "vus", "duration", "ms", "n", "rate", "url", "resume")},
+        matrix=args.post, repeat=args.repeat, out=args.out, port=args.port,
+        canary_rate=None, no_pin=args.no_pin, allow_remote=False,
+    )  # fmt: skip
+    argv = ["bench-all", "--matrix", args.post]
+    for flag, value in (("--repeat", args.repeat), ("--out", args.out), ("--port", args.port)):
+        argv += [flag, str(value)] if value is not None else []
+    argv += ["--no-pin"] if args.no_pin else []
+    return cmd_bench(bench, all_targets=True, argv=argv)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -370,6 +432,19 @@ def parser() -> argparse.ArgumentParser:
     )
     _bench_arguments(p)
     p.set_defaults(run=lambda a: cmd_bench(a, all_targets=True))
+    p = sub.add_parser(
+        "reproduce",
+        help="re-run a published post's experiment (no name: list the posts)",
+        description="Re-create a widely read post's experiment with the lab's endpoints and "
+        "print, per published figure, what the post published, what this machine measures "
+        "and what the capacity model predicts. The same as bench-all --matrix POST.",
+    )
+    p.add_argument("post", nargs="?", help="the post's name; omit it to list them")
+    p.add_argument("--repeat", type=_positive, help="run every cell N times")
+    p.add_argument("--out", type=Path, help="results folder (default results/)")
+    p.add_argument("--port", type=_port_number, help="fixed port for the servers")
+    p.add_argument("--no-pin", action="store_true", help="do not pin server and k6 to CPUs")
+    p.set_defaults(run=cmd_reproduce)
     p = sub.add_parser(
         "report",
         help="write a run's report.html, charts and summary.md",

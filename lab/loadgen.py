@@ -37,7 +37,7 @@ def binary() -> str:
 def environment(cell: Cell, base_url: str, summary: Path, canary_rate: int) -> dict[str, str]:
     """k6's environment: the cell's values only. Variables the script reads that the cell does
     not set (a RATE or N left in the user's shell) must not leak in."""
-    script_vars = {"RATE", "TIMEOUT", "GRACEFUL_STOP"} | {
+    script_vars = {"RATE", "ITERATIONS", "TIMEOUT", "GRACEFUL_STOP"} | {
         p.name.upper() for e in load().endpoints for p in e.params
     }
     env = {
@@ -53,6 +53,11 @@ def environment(cell: Cell, base_url: str, summary: Path, canary_rate: int) -> d
     env.update({name.upper(): str(value) for name, value in cell.params})
     if cell.rate:
         env["RATE"] = str(cell.rate)
+    if cell.iterations:
+        # A fixed number of requests (a post's sequential client or burst): no canary, whose
+        # requests the post did not send and whose DURATION would outlast the iterations.
+        env["ITERATIONS"] = str(cell.iterations)
+        env["CANARY_RATE"] = "0"
     return env
 
 

@@ -40,16 +40,28 @@ class Cell:
     rate: int | None
     duration: str
     repeat: int
+    iterations: int | None = None  # requests per VU (k6 per-vu-iterations); None: duration
 
     @property
     def id(self) -> str:
         params = ",".join(f"{k}={v}" for k, v in self.params)
         load_ = f"rate={self.rate},vus={self.vus}" if self.rate else f"vus={self.vus}"
+        if self.iterations:
+            load_ += f",iterations={self.iterations}"
         return f"{self.target}/{self.profile}/{self.endpoint}?{params}@{load_}#{self.repeat}"
 
     @property
     def duration_s(self) -> float:
         return parse_duration(self.duration)
+
+    @property
+    def expected_s(self) -> float:
+        """How long the load should take: the duration, or for a fixed number of requests
+        that many service times (+ 2 ms of HTTP each) one after another, capped by it."""
+        if not self.iterations:
+            return self.duration_s
+        service_ms = load()[self.endpoint].service_ms(dict(self.params)) or 0.0
+        return min(self.duration_s, self.iterations * (service_ms + 2.0) / 1000)
 
     def param(self, name: str) -> int | None:
         return dict(self.params).get(name)
@@ -74,6 +86,11 @@ class Matrix:
     duration: str = "10s"
     repeat: int = 1
     params: dict[str, Any] = field(default_factory=dict)  # {"ms": 100, "cpu": {"n": ...}}
+    # Explicit cells ([[cells]]: name, target, profile, endpoint, params, vus, iterations,
+    # duration) instead of the cross product above: a post's experiment (lab/published.py).
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # knobs for every server, e.g. WORKERS
+    post: dict[str, Any] = field(default_factory=dict)  # the published post and its claims
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,11 +142,46 @@ def _params(endpoint: str, matrix: Matrix, contract: Contract) -> tuple[tuple[st
     return tuple(values.items())
 
 
+_SPEC_KEYS = {"name", "target", "profile", "endpoint", "params", "vus", "iterations", "duration"}
+
+
+def spec_cell(
+    spec: dict[str, Any], matrix: Matrix, contract: Contract, targets: list[Target]
+) -> Cell:
+    """One explicit [[cells]] entry as a Cell: its target, profile (default: the target's),
+    endpoint, params, VUs, requests per VU and duration (default: the matrix's)."""
+    name = spec.get("name", "?")
+    unknown = sorted(set(spec) - _SPEC_KEYS)
+    if unknown:
+        raise MatrixError(f"cell {name}: unknown key {unknown[0]!r}")
+    for key in ("target", "endpoint"):
+        if not isinstance(spec.get(key), str):
+            raise MatrixError(f"cell {name}: {key} is required")
+    target = find(spec["target"], targets)
+    profile = target.profile(spec.get("profile")).name
+    bench = [e.name for e in contract.bench_endpoints()]
+    if spec["endpoint"] not in bench:
+        raise UnknownChoice("endpoint", spec["endpoint"], bench)
+    vus, iterations = spec.get("vus", 1), spec.get("iterations")
+    for key, value in (("vus", vus), ("iterations", iterations)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise MatrixError(f"cell {name}: {key} must be an integer >= 1, got {value!r}")
+    duration = str(spec.get("duration", matrix.duration))
+    parse_duration(duration)
+    params = _params(spec["endpoint"], Matrix(name, params=spec.get("params", {})), contract)
+    return Cell(target.name, profile, spec["endpoint"], params, vus, None, duration, 1, iterations)
+
+
 def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -> list[Cell]:
     """Every cell of the matrix. Repetitions are interleaved in a shuffled order (seeded, so
     a resumed run sees the same order), never run back to back."""
     contract = load()
     targets = discover() if targets is None else targets
+    if matrix.cells:
+        base = [spec_cell(spec, matrix, contract, targets) for spec in matrix.cells]
+        return [replace(c, repeat=r) for r in range(1, matrix.repeat + 1) for c in base]
     if matrix.targets == "all":
         chosen = targets
     else:

@@ -52,7 +52,7 @@ def cpu_split(pin: bool = True) -> tuple[list[int] | None, list[int] | None]:
 
 
 def estimate_s(cells: list[Cell]) -> float:
-    return sum(c.duration_s + OVERHEAD_ESTIMATE_S for c in cells)
+    return sum(c.expected_s + OVERHEAD_ESTIMATE_S for c in cells)
 
 
 def _one_line(text: str, limit: int = 600) -> str:

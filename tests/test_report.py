@@ -275,7 +275,8 @@ def test_every_registered_section_has_its_template_and_no_template_is_orphaned()
     folder = Path(report.__file__).parent / "templates" / "sections"
     registered = [s.anchor for s in report.SECTIONS]
     assert sorted(registered) == sorted(p.name.removesuffix(".html.j2") for p in folder.iterdir())
-    assert ["model", *registered] == SECTIONS  # the page's order
+    shown = [a for a in registered if a != "published"]  # only runs of `just reproduce`
+    assert ["model", *shown] == SECTIONS  # the page's order
 
 
 HOSTILE = '<script>alert("x")</script>'

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.report import sections
+from lab.report import published, sections
 from lab.report.figures import ChartWriter
 from lab.report.html import SCRIPT, render
 from lab.report.summary import summary_md
@@ -54,6 +54,7 @@ class Section:
 
 
 SECTIONS = [
+    Section("published", published.claims),
     Section("headline", sections.results),
     Section("throughput", sections.throughput),
     Section("latency", sections.latency),

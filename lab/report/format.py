@@ -52,6 +52,12 @@ def verdict_class(verdict: str) -> str:
 
 def matrix_load(matrix: dict[str, Any]) -> str:
     """The load a matrix puts on each cell, in one line."""
+    if matrix.get("cells"):  # a post's explicit cells, each with its own load
+        return (
+            f"{len(matrix['cells'])} explicit cells, each with its own VUs (and requests per "
+            f"VU); {matrix.get('duration', '-')} per cell at most; "
+            f"{matrix.get('repeat', 1)} repeat(s)"
+        )
     rates = [r for r in matrix.get("rates") or [] if r]
     params = ", ".join(
         f"{k}={v}" if not isinstance(v, dict) else f"{k}: {v}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lab import model
 from lab.report.format import plain
+from lab.report.published import markdown as claims_md
 from lab.runs import Run
 
 TEXT_COLUMNS = ("target", "profile", "endpoint", "params", "verdict")
@@ -36,4 +37,5 @@ def summary_md(run: Run) -> str:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     if not run.groups:
         lines.append("\n(no cell has been measured yet)")
-    return "\n".join(lines) + "\n"
+    claims = claims_md(run)
+    return "\n".join(lines) + "\n" + (f"\n{claims}" if claims else "")

@@ -1,0 +1,342 @@
+"""Published claims, re-run: widely read posts whose experiments the lab re-creates.
+
+A post is a matrix in k6/matrices/ with a [post] table (title, year, what it measured) and
+[[post.claims]] (one published figure each, naming the explicit [[cells]] entry that
+re-creates it). Per claim the lab shows three numbers side by side: what the post published,
+what this run measured, and what the capacity model predicts for the cell, with a one-line
+reading of why they differ. Figures are facts with a citation; no text of the posts is copied.
+
+Metrics a claim can compare (all from results.csv; repeats of a cell: the median):
+  rps         requests per second                     predicted: predicted_rps
+  latency_ms  mean latency                            predicted: predicted_latency_ms
+  latency_s   the same in seconds
+  makespan_s  a burst released at once: the last answer (lat_max_ms)
+                                                      predicted: predicted_latency_ms,
+                                                      N / (C / S) = ceil(N / C) x S for C | N
+  total_s     `per` requests from one sequential client: per / rps
+                                                      predicted: per / predicted_rps
+A claim with `minus` compares the difference between two cells (what a third call adds).
+
+A reading may name this run's numbers: {measured}, {predicted}, {published} (in the claim's
+unit), {gap} (measured - predicted), {per_request_ms} (total_s: the gap per request, in ms),
+{factor} (published / measured).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.contract import load as load_contract
+from lab.matrix import Matrix, MatrixError, load_matrix, names, spec_cell
+from lab.targets import UnknownChoice, discover
+
+METRICS = ("rps", "latency_ms", "latency_s", "makespan_s", "total_s")
+PLACEHOLDERS = ("measured", "predicted", "published", "gap", "per_request_ms", "factor")
+UNITS = {"rps": "rps", "latency_ms": "ms", "latency_s": "s", "makespan_s": "s", "total_s": "s"}
+
+
+@dataclass(frozen=True)
+class Post:
+    name: str  # the matrix's name: `just reproduce NAME`
+    title: str
+    year: int | None
+    experiment: str
+
+    @property
+    def citation(self) -> str:
+        return f'"{self.title}" ({self.year if self.year else "year not recorded"})'
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    label: str
+    published: float
+    metric: str
+    cell: str  # name of a [[cells]] entry
+    reading: str
+    minus: str | None = None
+    per: int | None = None  # total_s: requests per published figure
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.metric]
+
+
+@dataclass(frozen=True)
+class Line:
+    """One claim, measured: the three columns and the reading."""
+
+    claim: Claim
+    measured: float | None
+    predicted: float | None
+    note: str = ""  # why a column is empty (no row, an error)
+
+
+# --- the data -------------------------------------------------------------------------------
+
+
+def _text(raw: dict[str, Any], key: str, where: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise MatrixError(f"{where}: {key} must be a non-empty string")
+    return value
+
+
+def post_of(matrix: Matrix) -> Post:
+    raw = matrix.post
+    where = f"matrix {matrix.name}: [post]"
+    year = raw.get("year")
+    if year is not None and (isinstance(year, bool) or not isinstance(year, int)):
+        raise MatrixError(f"{where}: year must be an integer, got {year!r}")
+    return Post(matrix.name, _text(raw, "title", where), year, _text(raw, "experiment", where))
+
+
+def claims_of(matrix: Matrix) -> list[Claim]:
+    """The post's claims, checked: known metric, a number, cells that exist, unique ids."""
+    cells = {c.get("name") for c in matrix.cells}
+    raws = matrix.post.get("claims") or []
+    if not raws:
+        raise MatrixError(f"matrix {matrix.name}: [post] has no [[post.claims]]")
+    claims: list[Claim] = []
+    for raw in raws:
+        where = f"matrix {matrix.name}: claim {raw.get('id', '?')}"
+        metric = _text(raw, "metric", where)
+        if metric not in METRICS:
+            raise MatrixError(f"{where}: metric {metric!r}; choose from: {', '.join(METRICS)}")
+        published = raw.get("published")
+        if isinstance(published, bool) or not isinstance(published, int | float):
+            raise MatrixError(f"{where}: published must be a number, got {published!r}")
+        if not math.isfinite(published) or published < 0:
+            raise MatrixError(f"{where}: published must be a finite number >= 0")
+        for key in ("cell", "minus"):
+            if key in raw and raw[key] not in cells:
+                raise MatrixError(f"{where}: {key} {raw[key]!r} is not one of the [[cells]] names")
+        per = raw.get("per")
+        if (metric == "total_s") != (per is not None):
+            raise MatrixError(f"{where}: per (requests per figure) goes with metric total_s only")
+        if per is not None and (isinstance(per, bool) or not isinstance(per, int) or per < 1):
+            raise MatrixError(f"{where}: per must be an integer >= 1")
+        claim = Claim(
+            id=_text(raw, "id", where),
+            label=_text(raw, "label", where),
+            published=float(published),
+            metric=metric,
+            cell=_text(raw, "cell", where),
+            reading=_text(raw, "reading", where),
+            minus=raw.get("minus"),
+            per=per,
+        )
+        for _, field, spec, conversion in string.Formatter().parse(claim.reading):
+            if field is not None and (field not in PLACEHOLDERS or spec or conversion):
+                known = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+                raise MatrixError(f"{where}: reading names {{{field}}}; it may name {known}")
+        if any(c.id == claim.id for c in claims):
+            raise MatrixError(f"{where}: duplicate id")
+        claims.append(claim)
+    return claims
+
+
+def is_post(matrix: Matrix) -> bool:
+    return bool(matrix.post)
+
+
+def posts() -> list[str]:
+    """Names of the matrices that re-create a post."""
+    return [name for name in names() if is_post(load_matrix(name))]
+
+
+def load_post(name: str) -> Matrix:
+    """A post's matrix by name; an unknown name lists the valid ones."""
+    valid = posts()
+    if name not in valid:
+        raise UnknownChoice("post", name, valid)
+    return load_matrix(name)
+
+
+def cell_keys(matrix: Matrix) -> dict[str, str]:
+    """[[cells]] name -> the cell id without its #repeat (what results.csv rows share)."""
+    contract, targets = load_contract(), discover()
+    return {
+        spec["name"]: spec_cell(spec, matrix, contract, targets).id.rsplit("#", 1)[0]
+        for spec in matrix.cells
+    }
+
+
+# --- measured ---------------------------------------------------------------------------------
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        number = float(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+def read_results(csv_path: Path) -> dict[str, list[dict[str, str]]]:
+    """results.csv rows that measured something, by cell key (repeats together)."""
+    by_key: dict[str, list[dict[str, str]]] = {}
+    if not csv_path.is_file():
+        return by_key
+    with csv_path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            if row.get("cell") and row.get("status") == "ok":
+                by_key.setdefault(row["cell"].rsplit("#", 1)[0], []).append(row)
+    return by_key
+
+
+def _median(rows: list[dict[str, str]], get: Callable[[dict[str, str]], float | None]):
+    values = [v for v in (get(r) for r in rows) if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _per_request_s(column: str) -> Callable[[dict[str, str]], float | None]:
+    return lambda r: None if (v := _float(r.get(column))) is None else v / 1000
+
+
+def _inverse(column: str, per: int) -> Callable[[dict[str, str]], float | None]:
+    return lambda r: per / v if (v := _float(r.get(column))) else None
+
+
+def _getters(claim: Claim) -> tuple[Callable, Callable]:
+    """(measured, predicted) for one row, in the claim's unit."""
+    match claim.metric:
+        case "rps":
+            return (lambda r: _float(r.get("rps"))), (lambda r: _float(r.get("predicted_rps")))
+        case "latency_ms":
+            return (lambda r: _float(r.get("lat_avg_ms"))), (
+                lambda r: _float(r.get("predicted_latency_ms"))
+            )
+        case "latency_s":
+            return _per_request_s("lat_avg_ms"), _per_request_s("predicted_latency_ms")
+        case "makespan_s":
+            return _per_request_s("lat_max_ms"), _per_request_s("predicted_latency_ms")
+        case _:  # total_s
+            per = claim.per or 1
+            return _inverse("rps", per), _inverse("predicted_rps", per)
+
+
+def measure(
+    claims: list[Claim], keys: dict[str, str], results: dict[str, list[dict[str, str]]]
+) -> list[Line]:
+    """Each claim with its measured and predicted value from this run's rows."""
+    lines = []
+    for claim in claims:
+        measured_of, predicted_of = _getters(claim)
+        names_ = [claim.cell] + ([claim.minus] if claim.minus else [])
+        rows = [results.get(keys[n], []) for n in names_]
+        missing = [n for n, r in zip(names_, rows, strict=True) if not r]
+        if missing:
+            lines.append(Line(claim, None, None, f"cell {', '.join(missing)} was not measured"))
+            continue
+        measured = [_median(r, measured_of) for r in rows]
+        predicted = [_median(r, predicted_of) for r in rows]
+
+        def combine(values: list[float | None]) -> float | None:
+            if any(v is None for v in values):
+                return None
+            return values[0] - values[1] if len(values) == 2 else values[0]  # type: ignore[operator]
+
+        lines.append(Line(claim, combine(measured), combine(predicted)))
+    return lines
+
+
+@dataclass
+class Reproduction:
+    post: Post
+    lines: list[Line]
+
+
+def from_run(run_path: Path) -> Reproduction | None:
+    """The claims of the post a run re-created (from its run.json), measured by its rows;
+    None when the run did not re-create a post."""
+    try:
+        meta = json.loads((run_path / "run.json").read_text())
+        raw = meta["matrix"]
+        matrix = Matrix(name=raw["name"], cells=raw.get("cells") or [], post=raw.get("post") or {})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not is_post(matrix):
+        return None
+    claims = claims_of(matrix)
+    lines = measure(claims, cell_keys(matrix), read_results(run_path / "results.csv"))
+    return Reproduction(post_of(matrix), lines)
+
+
+# --- the table --------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "rps" and abs(value) >= 1000:
+        return f"{value:,.0f}"
+    digits = 1 if unit == "ms" or abs(value) >= 100 else 2
+    return f"{value:,.{digits}f}"
+
+
+def reading_of(line: Line) -> str:
+    """The claim's reading with this run's numbers filled in ("-" where unknown)."""
+    c, m, p = line.claim, line.measured, line.predicted
+    gap = None if m is None or p is None else m - p
+    per_request = gap / c.per * 1000 if gap is not None and c.per else None
+    values = {
+        "measured": fmt(m, c.unit),
+        "predicted": fmt(p, c.unit),
+        "published": fmt(c.published, c.unit),
+        "gap": fmt(gap, c.unit),
+        "per_request_ms": fmt(per_request, "ms"),
+        "factor": f"{c.published / m:.1f}x" if m else "-",
+    }
+    return c.reading.format(**values) + (f" ({line.note})" if line.note else "")
+
+
+def cells_of(line: Line) -> list[str]:
+    """claim, published, measured, predicted, reading: as plain text."""
+    c = line.claim
+    unit = c.unit
+    predicted = fmt(line.predicted, unit) if line.predicted is not None else "no model"
+    measured = fmt(line.measured, unit) if line.measured is not None else "-"
+    reading = reading_of(line)
+    return [f"{c.label} [{unit}]", fmt(c.published, unit), measured, predicted, reading]
+
+
+HEAD = ["claim", "published", "measured here", "predicted (model)", "reading"]
+
+
+def text_table(rep: Reproduction) -> str:
+    """The table for a terminal: one claim per line pair (numbers, then the reading)."""
+    width = max(len(cells_of(x)[0]) for x in rep.lines) if rep.lines else 10
+    width = min(width, 72)
+    title = f"{rep.post.citation} — published / measured here / predicted by the model"
+    head = f"{'claim':<{width}} {'published':>12} {'measured':>12} {'predicted':>12}"
+    out = [title, head, "-" * len(head)]
+    for line in rep.lines:
+        label, published, measured, predicted, reading = cells_of(line)
+        out.append(f"{label[:width]:<{width}} {published:>12} {measured:>12} {predicted:>12}")
+        out.append(f"  -> {reading}")
+    return "\n".join(out)
+
+
+def markdown(rep: Reproduction) -> str:
+    lines = [
+        f"## Published claims: {rep.post.citation}",
+        "",
+        f"The post's experiment: {rep.post.experiment}. Re-run here with "
+        f"`just reproduce {rep.post.name}`.",
+        "",
+        "| " + " | ".join(HEAD) + " |",
+        "|---|--:|--:|--:|---|",
+    ]
+    for line in rep.lines:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells_of(line)) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,48 @@
+"""The report's "Published claims" section: for a run that re-created a post
+(`just reproduce POST`), the post's figures beside what the run measured and what the model
+predicts, one reading per claim. Left out of every other run's report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import published
+from lab.matrix import MatrixError
+from lab.report.figures import ChartWriter
+from lab.runs import Run
+
+
+@dataclass(frozen=True)
+class Claims:
+    citation: str
+    experiment: str
+    head: list[str]
+    rows: list[list[str]]  # claim, published, measured, predicted, reading
+    problem: str = ""  # run.json's claims could not be read: say so, keep the rest
+
+
+def _reproduction(run_path: Path) -> published.Reproduction | str | None:
+    try:
+        return published.from_run(run_path)
+    except (MatrixError, LookupError) as exc:  # a hand-edited run.json
+        return f"the post's claims in run.json could not be read: {exc}"
+
+
+def claims(run: Run, draw: ChartWriter) -> Claims | None:
+    rep = _reproduction(run.path)
+    if rep is None:
+        return None
+    if isinstance(rep, str):
+        return Claims("", "", [], [], problem=rep)
+    rows = [published.cells_of(line) for line in rep.lines]
+    return Claims(rep.post.citation, rep.post.experiment, list(published.HEAD), rows)
+
+
+def markdown(run: Run) -> str:
+    rep = _reproduction(run.path)
+    if rep is None:
+        return ""
+    if isinstance(rep, str):
+        return f"## Published claims\n\n{rep}\n"
+    return published.markdown(rep)
