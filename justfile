@@ -79,6 +79,12 @@ bench target endpoint *options: _ready
 bench-all *options: _ready
     @{{python}} -m lab bench-all "$@"
 
+# Rewrite README's targets table from the manifests (`--check`: only compare).
+[no-exit-message]
+[group('lab')]
+docs *options: _ready
+    @{{python}} -m lab docs "$@"
+
 # Compare two runs cell by cell: change in rps and p95, and whether it beats the noise.
 [no-exit-message]
 [group('bench')]

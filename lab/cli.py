@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lab import loadgen, scaffold, server
+from lab import docs, loadgen, scaffold, server
 from lab.contract import load
 from lab.matrix import Matrix, MatrixError, expand, load_matrix, names, parse_duration
 from lab.results import RESULTS_DIR, RunDir, resolve
@@ -465,6 +465,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("run_b", help="run id under results/, 'latest', or a path")
     p.set_defaults(run=cmd_compare)
     scaffold.add_parser(sub)
+    docs.add_parser(sub)
     return top
 
 

@@ -37,6 +37,7 @@ class Target:
     profiles: dict[str, Profile]
     aliases: tuple[str, ...] = ()
     build: tuple[str, ...] = ()
+    concurrency: str = ""  # how it runs requests, one line (README's targets table)
 
     def profile(self, name: str | None = None) -> Profile:
         name = name or self.default_profile
@@ -65,6 +66,7 @@ def load(manifest: Path) -> Target:
         profiles=profiles,
         aliases=tuple(data.get("aliases", ())),
         build=tuple(data.get("build", ())),
+        concurrency=data.get("concurrency", ""),
     )
     if target.default_profile not in profiles:
         raise ValueError(f"{manifest}: default_profile {target.default_profile!r} is not a profile")
