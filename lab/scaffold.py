@@ -51,7 +51,8 @@ next steps:
   1. edit {rel}/app.py: your framework's routing, `def` handler, lifespan and error
      handlers; the endpoints' work stays labkit's (see README, "Adding a framework")
   2. set `framework` in {rel}/{MANIFEST} to its distribution name (also the name the
-     app passes to /info) and adjust the profiles' commands
+     app passes to /info), `concurrency` (one line: how it runs requests) and the
+     profiles' commands; then `just docs` writes it into README's targets table
   3. add the dependency: .tools/uv/bin/uv add PACKAGE   (then commit pyproject.toml + uv.lock)
   4. try it: just serve {name}        (then curl 'localhost:8000/info')
   5. its conformance tests: just test-target {name}
