@@ -36,7 +36,16 @@ def upstream() -> Iterator[server.ServerProcess]:
 def start_target(
     target: Target, profile: str, upstream_url: str, **env: str
 ) -> server.ServerProcess:
-    return server.target_server(target, profile, upstream_url=upstream_url, env=env).start()
+    """Start a target on a free port. Another process on this shared machine may take the
+    port between the pick and the bind: then try the next free port (twice at most)."""
+    for attempt in range(3):
+        proc = server.target_server(target, profile, upstream_url=upstream_url, env=env)
+        try:
+            return proc.start()
+        except server.ServerError as exc:
+            if "already in use" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 @dataclass

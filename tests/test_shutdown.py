@@ -1,0 +1,32 @@
+"""Stop under load: every target x profile, with a 10 s /sync in flight, exits within 5 s of
+SIGTERM — sent to the top process (what the runner does) and, separately, to the whole
+process group (what Ctrl-C of `just serve` does) — and leaves no process and no port behind.
+Both run at once, each on its own server (WORKERS=2, so workers and pools are in the tree)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from claims import stop_under_load_problem
+from conftest import CASE_IDS, CASES, start_target
+
+from lab import server
+from lab.targets import Target
+
+
+def stop_problems(target: Target, profile: str, upstream_url: str) -> list[str]:
+    def one(group: bool) -> str | None:
+        proc = start_target(target, profile, upstream_url, WORKERS="2")
+        problem = stop_under_load_problem(proc, group=group)
+        return problem and f"{problem} (log {proc.log_path})"
+
+    with ThreadPoolExecutor(2) as pool:
+        found = list(pool.map(one, [False, True]))
+    return [p for p in found if p]
+
+
+@pytest.mark.parametrize(("target", "profile"), CASES, ids=CASE_IDS)
+def test_stop_under_load(target: Target, profile: str, upstream: server.ServerProcess) -> None:
+    problems = stop_problems(target, profile, upstream.url)
+    assert not problems, "\n".join(problems)
