@@ -65,17 +65,20 @@ def test_unknown_path(served: Served, method: str) -> None:
 
 
 def test_oversized_request_line(served: Served, record_property: Any) -> None:
-    """A 64 KB query: servers answer before the application (CONTRACT.md lists what each
-    one says). Recorded, not required to be JSON; the server must refuse it and go on."""
+    """A 64 KB query: most servers answer before the application (CONTRACT.md lists what each
+    one says), Go's net/http passes it on (its limit is 1 MB) and the app ignores the unknown
+    parameter. Recorded, not required to be JSON: refused with a 4xx, or answered by the
+    application as the contract says; either way the server goes on."""
     try:
         reply = request(served.url, "/hello?pad=" + "a" * 65536)
         seen = f"{reply.status} {reply.content_type or '(no type)'} {str(reply.body)[:60]!r}"
-        refused = 400 <= reply.status < 500
+        by_app = reply.status == 200 and isinstance(reply.body, dict)
+        ok = 400 <= reply.status < 500 or (by_app and reply.body.get("endpoint") == "hello")
     except OSError as exc:  # a server may close the connection without answering
-        seen, refused = f"connection closed: {exc!r}", True
+        seen, ok = f"connection closed: {exc!r}", True
     record_property("oversized_request_line", seen)
     print(f"{served.target.name}/{served.profile}: 64 KB query -> {seen}")
-    assert refused, f"a 64 KB query should be refused with a 4xx: {seen}"
+    assert ok, f"a 64 KB query should be refused with a 4xx or served as /hello: {seen}"
     assert get(served.url, "/hello").status == 200
 
 
