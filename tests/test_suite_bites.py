@@ -22,6 +22,7 @@ from claims import (
     upstream_calls_problem,
 )
 from hypothesis import HealthCheck, Phase, settings
+from schemathesis.core.failures import FailureGroup
 from strict import (
     METHODS,
     WITH_PARAMS,
@@ -101,7 +102,7 @@ def start_kit(upstream_url: str, workers: int = 1, lies: str = "", spread: bool 
     return server.ServerProcess(name, command, KIT, env, port).start()
 
 
-HTTP_LIES = "pool-8x,cpu-unbounded,upstream-sleep,float-ms,last-repeat,head-200"
+HTTP_LIES = "pool-8x,cpu-unbounded,upstream-sleep,float-ms,last-repeat,head-200,no-cap,plain-404"
 
 
 @pytest.fixture(scope="module")
@@ -208,6 +209,8 @@ def test_honest_strict_contract_passes(honest: server.ServerProcess, table: str)
         ("grammar", "GET /sync?ms=1.0 (decimal point): status 200"),
         ("repeats", "GET /sync?ms=1&ms=2 (given twice): status 200"),
         ("methods", "HEAD /hello (only GET): status 200"),
+        ("cap", "GET /sequential?ms=101&n=100 (over): no answer within 2s"),
+        ("not-found", "GET /no-such-endpoint (unknown path): Content-Type 'text/plain"),
     ],
 )
 def test_strict_contract_lies_are_caught(
@@ -227,3 +230,27 @@ def test_strict_contract_lies_are_caught(
 def test_honest_passes_schemathesis(honest: server.ServerProcess, case: Any) -> None:
     quick(case)
     case.call_and_validate(base_url=honest.url)
+
+
+LIAR_FAILURES: list[str] = []  # what schemathesis found on the liar's /sync, in file order
+
+
+@SCHEMA.include(path="/sync").parametrize()
+@settings(
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+def test_schemathesis_runs_on_the_liar(kit_liar: server.ServerProcess, case: Any) -> None:
+    quick(case)
+    try:
+        case.call_and_validate(base_url=kit_liar.url)
+    except (AssertionError, FailureGroup) as failure:
+        LIAR_FAILURES.append(f"{case.query}: {' '.join(str(failure).split())[:200]}")
+
+
+def test_schemathesis_caught_the_liar() -> None:
+    """The coverage phase sends ms=0.5, which the liar reads as 0 (a 200 to data the
+    contract calls invalid); the honest target passes the same run (above)."""
+    assert any("accepted" in f for f in LIAR_FAILURES), LIAR_FAILURES or "no failure found"

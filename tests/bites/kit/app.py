@@ -6,7 +6,7 @@ must catch. Never discovered (no target.toml). Run: uvicorn app:app --workers W
 Lies: pool-8x (/cpu-pool claims 8x its processes), cpu-unbounded (inline /cpu claims null
 while it holds the loop), upstream-sleep (/upstream sleeps instead of calling), float-ms
 (reads ms=1.0), last-repeat (takes the last of repeated params), head-200 (answers HEAD as
-GET), ignore-sigterm (ignores SIGTERM)."""
+GET), no-cap (no total-wait cap), plain-404 (a text 404), ignore-sigterm (ignores SIGTERM)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 
 from lab import knobs, pool
 from lab.contract import Endpoint, load
@@ -68,7 +68,7 @@ def parse(endpoint: Endpoint, request: Request) -> dict[str, int]:
                 p.name, CONTRACT.error("bounds", name=p.name, minimum=p.minimum, maximum=p.maximum)
             )
         values[p.name] = value
-    if endpoint.over_cap(values):
+    if endpoint.over_cap(values) and "no-cap" not in LIES:
         errors = CONTRACT.extensions["errors"]
         raise Bad(
             errors["max-service-param"],
@@ -189,7 +189,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     path, method = scope["path"], scope["method"]
     endpoint = BY_PATH.get(path)
     errors = CONTRACT.extensions["errors"]
-    if endpoint is None:
+    if endpoint is None and "plain-404" in LIES:
+        response = PlainTextResponse("Not Found", 404)
+    elif endpoint is None:
         response = JSONResponse({"error": errors["not-found"], "path": path}, 404)
     elif method != "GET" and not (method == "HEAD" and "head-200" in LIES):
         body = {"error": errors["method-not-allowed"], "method": method}
