@@ -42,7 +42,11 @@ def serving_pids(url: str, workers: int, rounds: int) -> set[int]:
     with ThreadPoolExecutor(k) as pool:
         for i in range(rounds):
             replies = list(pool.map(lambda _: get(url, HOLD_PATH, timeout=10), range(k)))
-            seen |= {r.body["pid"] for r in replies if r.status == 200 and "pid" in r.body}
+            seen |= {
+                r.body["pid"]
+                for r in replies
+                if r.status == 200 and isinstance(r.body, dict) and "pid" in r.body
+            }
             if len(seen) > workers or (i >= 1 and len(seen) == workers):
                 break
     return seen
