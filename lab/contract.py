@@ -22,6 +22,7 @@ class Param:
     minimum: int
     maximum: int
     description: str = ""
+    pattern: str | None = None  # the integer grammar (x-lab.integer-grammar), when written
 
     def check(self, value: int) -> str | None:
         """Why value is out of bounds, or None when it is fine."""
@@ -39,7 +40,7 @@ class Endpoint:
     params: tuple[Param, ...] = ()
     summary: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
-    max_service_ms: int | None = None  # the total-wait cap on the service expression, if any
+    max_service_ms: int | None = None  # the total-wait cap (x-lab), where the contract sets one
 
     @property
     def bench(self) -> bool:
@@ -66,6 +67,15 @@ class Endpoint:
             case _:
                 return None
 
+    def over_cap(self, values: dict[str, int] | None = None) -> bool:
+        """The request would wait longer than the endpoint's total-wait cap."""
+        service = self.service_ms(values)
+        return (
+            self.max_service_ms is not None
+            and service is not None
+            and (service > self.max_service_ms)
+        )
+
 
 @dataclass(frozen=True)
 class Contract:
@@ -84,6 +94,16 @@ class Contract:
 
     def bench_endpoints(self) -> list[Endpoint]:
         return [e for e in self.endpoints if e.bench]
+
+    @property
+    def integer_pattern(self) -> str:
+        """The one grammar every integer query parameter must fully match."""
+        return str(self.extensions["integer-grammar"]["pattern"])
+
+    def error(self, kind: str, **values: object) -> str:
+        """An error message from the contract's templates (x-lab.errors), e.g.
+        error("bounds", name="ms", minimum=0, maximum=10000)."""
+        return str(self.extensions["errors"][kind]).format(**values)
 
     def cpu_vectors(self) -> list[tuple[int, int]]:
         data = json.loads((CONTRACT_DIR / self.extensions["cpu-test-vectors"]).read_text())
@@ -109,7 +129,14 @@ def parse(doc: dict[str, Any]) -> Contract:
             p = _resolve(doc, raw)
             s = p["schema"]
             params.append(
-                Param(p["name"], s["default"], s["minimum"], s["maximum"], p.get("description", ""))
+                Param(
+                    p["name"],
+                    s["default"],
+                    s["minimum"],
+                    s["maximum"],
+                    p.get("description", ""),
+                    s.get("pattern"),
+                )
             )
         lab = op.get("x-lab", {})
         endpoints.append(

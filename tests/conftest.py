@@ -1,13 +1,17 @@
-"""Shared fixtures: the contract, the upstream service, and every discovered target x profile."""
+"""Shared fixtures: the contract, the upstream service, and every discovered target x profile,
+each started once for the whole session (`served`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from lab import server
 from lab.contract import Contract, load
+from lab.probe import get
 from lab.targets import Target, discover
 
 TARGETS = discover()
@@ -32,4 +36,58 @@ def upstream() -> Iterator[server.ServerProcess]:
 def start_target(
     target: Target, profile: str, upstream_url: str, **env: str
 ) -> server.ServerProcess:
-    return server.target_server(target, profile, upstream_url=upstream_url, env=env).start()
+    """Start a target on a free port. Another process on this shared machine may take the
+    port between the pick and the bind: then try the next free port (twice at most)."""
+    for attempt in range(3):
+        proc = server.target_server(target, profile, upstream_url=upstream_url, env=env)
+        try:
+            return proc.start()
+        except server.ServerError as exc:
+            if "already in use" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class Served:
+    """A running target x profile with WORKERS=1, and its /info as it started."""
+
+    target: Target
+    profile: str
+    proc: server.ServerProcess
+    info: dict[str, Any]
+
+    @property
+    def url(self) -> str:
+        return self.proc.url
+
+
+@pytest.fixture(scope="session", params=CASES, ids=CASE_IDS)
+def served(request: pytest.FixtureRequest, upstream: server.ServerProcess) -> Iterator[Served]:
+    """One server per target x profile for the whole session: pytest runs every test of one
+    case before it starts the next. WORKERS=1, so that a batch of concurrent requests cannot
+    be split unevenly between worker processes by the kernel."""
+    target, profile = request.param
+    proc = start_target(target, profile, upstream.url, WORKERS="1")
+    info = get(proc.url, "/info").body
+    yield Served(target, profile, proc, info)
+    report = proc.stop()
+    assert report.clean, (
+        f"SIGTERM left {report.leftover} (port free: {report.port_free}); log {proc.log_path}"
+    )
+    assert report.seconds < server.STOP_GRACE_S, f"log {proc.log_path}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing check against a served target names the server's log (issue 11)."""
+    report = yield
+    served = getattr(item, "funcargs", {}).get("served")
+    if report.failed and isinstance(served, Served):
+        where = f"server log: {served.proc.log_path}"
+        if hasattr(report.longrepr, "addsection"):
+            report.longrepr.addsection("server log", where)
+        else:
+            report.sections.append(("server log", where))
+        report.user_properties.append(("server_log", str(served.proc.log_path)))
+    return report

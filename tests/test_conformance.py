@@ -1,20 +1,22 @@
 """The conformance suite: every discovered target x profile, started for real, is checked
-against the contract: bodies, bad input, single-request timing, its own capacity claims
-(timed with real concurrent requests), and a clean shutdown.
+against the contract: bodies, bad input, single-request timing, every capacity claim in
+/info timed with real concurrent requests (waiting and CPU endpoints), the worker processes
+that really serve, upstream calls counted at the upstream, and a clean shutdown.
+The strict contract's edge cases and schemathesis are in test_strict_contract.py, stopping
+under load in test_shutdown.py.
 
 Each server runs with WORKERS=1 so that a batch of concurrent requests cannot be split
-unevenly between worker processes by the kernel; test_workers_scale checks that the
-claims grow with WORKERS."""
+unevenly between worker processes by the kernel; test_workers_two checks the claims and the
+processes with WORKERS=2."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import CASE_IDS, CASES, start_target
+from claims import cpu_claim_problem, process_problem, upstream_calls_problem
+from conftest import Served, start_target
 from jsonschema import Draft202012Validator
 from support import Reply, batch, get, string_values
 
@@ -25,6 +27,8 @@ CONTRACT = load()
 BENCH = CONTRACT.bench_endpoints()
 WAITING = [e for e in BENCH if e.kind in ("sleep", "upstream")]
 WITH_PARAMS = [e for e in CONTRACT.endpoints if e.params]
+CPU = [e for e in BENCH if e.kind == "cpu"]
+UPSTREAM = [e for e in BENCH if e.kind == "upstream"]
 
 # Timing tolerances. A request never finishes before its waits are over, so the lower bound
 # is exact (less a millisecond of clock granularity). The upper bound allows for a loaded
@@ -35,27 +39,6 @@ SINGLE_SLACK_S = 0.2  # single request: "/sync?ms=200 takes >= 200 ms and well u
 ROUND_S = 0.4  # one round of waits in the concurrency check
 ROUND_SLACK = 0.5  # of a round: a wrong round count is always at least one whole round off
 MAX_PROBE = 100  # requests in one batch on a 2-CPU test machine
-
-
-@dataclass
-class Served:
-    proc: server.ServerProcess
-    info: dict[str, Any]
-
-    @property
-    def url(self) -> str:
-        return self.proc.url
-
-
-@pytest.fixture(scope="module", params=CASES, ids=CASE_IDS)
-def served(request: pytest.FixtureRequest, upstream: server.ServerProcess) -> Iterator[Served]:
-    target, profile = request.param
-    proc = start_target(target, profile, upstream.url, WORKERS="1")
-    info = get(proc.url, "/info").body
-    yield Served(proc, info)
-    report = proc.stop()
-    assert report.clean, f"SIGTERM left {report.leftover} (port free: {report.port_free})"
-    assert report.seconds < server.STOP_GRACE_S
 
 
 def schema_for(endpoint: Endpoint, status: str = "200") -> Draft202012Validator:
@@ -122,6 +105,10 @@ def test_info(served: Served) -> None:
     assert (info["target"], info["profile"]) == (target, profile)
     assert info["workers"] == 1
     assert info["cpus"] >= 1
+    graceful = info.get("graceful_timeout_s")
+    assert isinstance(graceful, int | float) and 0 <= graceful <= 3, (
+        f"graceful_timeout_s must be set explicitly, at most 3 s: {graceful!r}"
+    )
     assert set(info["capacity"]) == {e.name for e in BENCH}
     for name, cap in info["capacity"].items():
         assert cap is None or (isinstance(cap, int) and cap >= 1), (name, cap)
@@ -234,24 +221,51 @@ def test_capacity_claim(served: Served, endpoint: Endpoint) -> None:
     assert problem is None, problem
 
 
-# --- 5. the claims follow the configuration ------------------------------------------------------
+# --- 5. CPU claims hold on the CPUs the server may use -------------------------------------------
 
 
-def test_workers_scale(served: Served, upstream: server.ServerProcess) -> None:
-    """With WORKERS=2, workers-bound capacities double; unbounded ones stay unbounded."""
-    target, profile = served.proc.env["LAB_TARGET"], served.proc.env["LAB_PROFILE"]
-    from lab.targets import find
+@pytest.mark.parametrize("endpoint", CPU, ids=[e.name for e in CPU])
+def test_cpu_claim(served: Served, endpoint: Endpoint) -> None:
+    capacity = served.info["capacity"][endpoint.name]
+    if capacity is not None and capacity + 1 > MAX_PROBE:
+        pytest.skip(f"capacity {capacity} needs more than {MAX_PROBE} concurrent requests")
+    problem = cpu_claim_problem(served.url, endpoint, served.info)
+    assert problem is None, problem
 
-    t = find(target)
-    if "{workers}" not in " ".join(t.profile(profile).command):
-        pytest.skip(f"{target}/{profile} runs one process whatever WORKERS says")
-    proc = start_target(t, profile, upstream.url, WORKERS="2")
+
+# --- 6. upstream calls happen, as many and as concurrent as the endpoint says -------------------
+
+
+@pytest.mark.parametrize("endpoint", UPSTREAM, ids=[e.name for e in UPSTREAM])
+def test_upstream_calls_counted_at_the_upstream(
+    served: Served, upstream: server.ServerProcess, endpoint: Endpoint
+) -> None:
+    problem = upstream_calls_problem(served.url, upstream.url, endpoint)
+    assert problem is None, problem
+
+
+# --- 7. /info's workers are the processes that serve ---------------------------------------------
+
+
+def test_processes_serving(served: Served) -> None:
+    problem = process_problem(served.proc, served.info)
+    assert problem is None, problem
+
+
+def test_workers_two(served: Served, upstream: server.ServerProcess) -> None:
+    """With WORKERS=2, on every profile: /info's workers are the processes that answer (a
+    profile that runs one process whatever WORKERS says reports 1), and the worker-bound
+    claims scale with them; unbounded ones stay unbounded."""
+    proc = start_target(served.target, served.profile, upstream.url, WORKERS="2")
     try:
         info = get(proc.url, "/info").body
+        problem = process_problem(proc, info, rounds=6)
     finally:
         report = proc.stop()
+    assert problem is None, f"WORKERS=2: {problem} (log {proc.log_path})"
     assert report.clean, report
-    assert info["workers"] == 2
+    scale = info["workers"] // served.info["workers"]
     for name, one in served.info["capacity"].items():
         two = info["capacity"][name]
-        assert two == (None if one is None else 2 * one), (name, one, two)
+        want = None if one is None else one * scale
+        assert two == want, f"{name}: {one} with 1 worker, {two} with {info['workers']}"

@@ -1,7 +1,8 @@
 // The upstream service the /upstream endpoints call: GET /delay?ms= answers after ms
-// milliseconds. Plain net/http, a goroutine per request, no locks and no request
-// logging, so that it is never the bottleneck. The bounds of ms are the contract's
-// (the "upstream" endpoint's ms parameter).
+// milliseconds. Plain net/http, a goroutine per request, no request logging, so that it
+// is never the bottleneck. The bounds of ms are the contract's (the "upstream" endpoint's
+// ms parameter). A call carrying X-Lab-Request-Id is counted for that id, and
+// GET /calls?id= tells how many calls the id made and how many were in flight at once.
 // Environment: HOST (127.0.0.1), PORT (8001), LAB_CONTRACT.
 package main
 
@@ -26,6 +27,10 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 // newHandler serves /delay and /health; the delay endpoint takes its ms parameter
 // (name, default, bounds) from the contract's "upstream" endpoint.
 func newHandler(c *contract.Contract) (http.Handler, error) {
+	return newHandlerWith(c, NewRecorder(maxIDs))
+}
+
+func newHandlerWith(c *contract.Contract, calls *Recorder) (http.Handler, error) {
 	up, ok := c.Endpoint("upstream")
 	if !ok {
 		return nil, errors.New(`contract has no "upstream" endpoint`)
@@ -44,6 +49,9 @@ func newHandler(c *contract.Contract) (http.Handler, error) {
 			writeJSON(w, http.StatusBadRequest, bad)
 			return
 		}
+		if id := r.Header.Get(RequestIDHeader); id != "" {
+			defer calls.Start(id)()
+		}
 		t := time.NewTimer(time.Duration(v["ms"]) * time.Millisecond)
 		defer t.Stop()
 		select {
@@ -52,6 +60,16 @@ func newHandler(c *contract.Contract) (http.Handler, error) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]int{"ms": v["ms"]})
+	})
+	mux.HandleFunc("GET /calls", func(w http.ResponseWriter, r *http.Request) {
+		ids := r.URL.Query()["id"]
+		if len(ids) != 1 || !validID.MatchString(ids[0]) {
+			writeJSON(w, http.StatusBadRequest, map[string]string{
+				"error": "id must be given once, 1-64 characters of A-Z, a-z, 0-9 and -", "param": "id",
+			})
+			return
+		}
+		writeJSON(w, http.StatusOK, calls.Get(ids[0]))
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"endpoint": "health", "status": "ok", "pid": pid})
