@@ -23,9 +23,9 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 
-from lab import knobs, pool
 from lab.contract import Endpoint, load
-from lab.work import fnv1a
+from labkit import knobs, pool
+from labkit.work import fnv1a
 
 CONTRACT = load()
 BY_PATH = {e.path: e for e in CONTRACT.endpoints}
