@@ -115,13 +115,23 @@ def forget(proc: subprocess.Popen, name: str) -> None:
         _session.stopped(proc.pid, name)
 
 
+POLL_S = 0.02
+
+
 def wait(proc: subprocess.Popen, timeout: float) -> int | None:
-    """The exit code, waiting at most `timeout` s; None if it still runs. Only timed waits:
-    Popen.wait() without one would block on Popen's lock if an interrupted wait left it held."""
-    try:
-        return proc.wait(timeout=max(timeout, 0.0))
-    except subprocess.TimeoutExpired:
-        return None
+    """The exit code, waiting at most `timeout` s; None if it still runs. Polled from here,
+    not Popen.wait(): that one can block for ever on a lock an interrupted wait left held,
+    and lab.interrupt defers a signal while the main thread is inside subprocess, so the
+    sleeping must happen out here for Ctrl-C to end a wait at once."""
+    deadline = time.monotonic() + max(timeout, 0.0)
+    while True:
+        code = proc.poll()
+        if code is not None:
+            return code
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(min(POLL_S, left))
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

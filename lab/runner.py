@@ -236,7 +236,9 @@ class Runner:
                 )
             if problems:
                 failures = f": {row['failures']}" if row.get("failures") else ""
-                tail = proc.log_tail(5) if proc else ""
+                # the server's last words, when it is the server that failed
+                server_failed = proc and (not proc.alive() or not row.get("requests"))
+                tail = proc.log_tail(5) if server_failed else ""
                 raise CellError("; ".join(problems) + failures + (f" | {tail}" if tail else ""))
             row.update(self.model(cell, endpoint.kind, service_ms, info, row))
         except (CellError, server.ServerError, OSError) as exc:

@@ -143,16 +143,17 @@ def test_double_sigterm_mid_cell_stops_everything(
 ) -> None:
     """`timeout` signals the group and `just` forwards: the runner gets SIGTERM twice."""
     out = tmp_path / "out"
-    run_ = lab_run("bench", "go", "sync", "--ms", "10", "--vus", "5", "--duration", "4s",
+    run_ = lab_run("bench", "go", "sync", "--ms", "10", "--vus", "5", "--duration", "20s",
                    "--out", str(out))  # fmt: skip
     wait_for("k6", lambda: run_.live(is_k6), 40, run_)
-    time.sleep(0.3)
+    time.sleep(1.0)
     sent = time.monotonic()
     run_.proc.send_signal(signal.SIGTERM)
     time.sleep(0.01)
     run_.proc.send_signal(signal.SIGTERM)
-    assert run_.wait(timeout=15) == 130, run_.stderr
-    assert time.monotonic() - sent < 5
+    assert run_.wait(timeout=25) == 130, run_.stderr
+    took = time.monotonic() - sent
+    assert took < 3, f"the runner took {took:.1f} s to stop (the cell had 19 s to go)"
     assert "Traceback" not in run_.stderr
     assert only_run(out).meta()["status"] == "interrupted"
     assert_nothing_left(run_, out)
