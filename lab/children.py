@@ -28,7 +28,8 @@ import psutil
 
 # The parent-death signal follows the thread that forked: spawn from the main thread.
 _SETPRIV = shutil.which("setpriv")
-PDEATHSIG = ["setpriv", "--pdeathsig", "KILL", "--"] if _SETPRIV else []
+# By its full path: a child's environment may carry a PATH without /usr/bin.
+PDEATHSIG = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
 
 
 class Session:

@@ -248,6 +248,7 @@ def test_hung_k6_is_an_error_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("LAB_K6", str(fake))
     run = RunDir.create(tmp_path / "out")
     runner = Runner(run, Options(k6_margin_s=1.0, pin=False))
+    before = {p.pid for p in psutil.Process().children(recursive=True)}  # session fixtures
     cell = Cell("gin", "release", "sync", (("ms", 1),), 2, None, "1s", 1)
     started = time.monotonic()
     row = runner.cell(cell, 1)
@@ -257,7 +258,7 @@ def test_hung_k6_is_an_error_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     left = []
     for p in psutil.Process().children(recursive=True):  # k6, its sleep, the server
         with contextlib.suppress(psutil.Error):
-            if p.status() != psutil.STATUS_ZOMBIE:
+            if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE:
                 left.append(" ".join(p.cmdline()))
     assert not left
 
