@@ -324,7 +324,8 @@ def _bench(args: argparse.Namespace, all_targets: bool) -> int:
             runs = sorted({_tag(p) for p in left})
             pids = children.end(left)
             print(
-                f"stopped {len(pids)} processes left by an earlier run ({', '.join(runs)})",
+                f"stopped {len(pids)} process{'es' if len(pids) != 1 else ''} left by an "
+                f"earlier run ({', '.join(runs)})",
                 file=sys.stderr,
             )
         if args.resume:
@@ -437,8 +438,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     try:
         path = resolve(args.run_id)
+        mark_if_died(RunDir(path))  # a `running` run whose runner is gone says `died`
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(f"{args.run_id}: run.json is not readable ({exc})") from None
     out = report.build(path)
     print(f"report: {out}\nsummary: {path / 'summary.md'}\ncharts: {path / 'charts'}")
     return 0

@@ -305,3 +305,22 @@ def test_worker_killed_mid_cell_is_flagged(tmp_path: Path, lab_run: Callable[...
     assert row["restarts"] == "1"
     assert f"pid {workers[0].pid}" in row["error"] and "ended during the cell" in row["error"]
     assert_nothing_left(run_, out)
+
+
+def test_leftovers_of_a_dead_run_are_stopped(tmp_path: Path) -> None:
+    """If even the supervisor died with its runner, the next run finds the dead run's
+    processes by their tag and stops them before it measures anything."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a runner pid that no longer exists
+    tag = {"LAB_RUN": "20200101-000000", "LAB_RUNNER": str(gone.pid)}
+    left = subprocess.Popen(["sleep", "60"], env={**os.environ, **tag}, start_new_session=True)
+    try:
+        out = tmp_path / "out"
+        done = run_lab("bench", "go", "hello", "--vus", "1", "--duration", "1s", "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        assert "stopped 1 process left by an earlier run (20200101-000000)" in done.stderr
+        assert left.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        if left.poll() is None:
+            left.kill()
+            left.wait()
