@@ -7,17 +7,27 @@ import argparse
 import ipaddress
 import os
 import random
-import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lab import docs, loadgen, scaffold, server
+import psutil
+
+from lab import children, docs, interrupt, loadgen, runlock, scaffold, server
 from lab.contract import load
-from lab.matrix import Matrix, MatrixError, expand, load_matrix, names, parse_duration
-from lab.results import RESULTS_DIR, RunDir, resolve
-from lab.runner import Options, Runner, finish_run, resume_cells, start_run, summary_table
+from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, names, parse_duration
+from lab.results import RESULTS_DIR, RunDir, mark_if_died, resolve
+from lab.runner import (
+    Options,
+    Runner,
+    finish_run,
+    resume_cells,
+    runner_identity,
+    start_run,
+    summary_table,
+)
 from lab.targets import Profile, Target, UnknownChoice, discover, find
 
 USAGE_ERROR = 2
@@ -80,19 +90,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         target, profile.name, port=port, host=host, upstream_url=upstream_url
     )
     # SIGTERM ends us like Ctrl-C does, so both paths stop the servers in order.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
-    try:
-        app.start(show_output=True)
-        print(f"{target.name}/{profile.name} on {app.url} (upstream {upstream_url}); Ctrl-C stops")
-        app.proc.wait()  # type: ignore[union-attr]
-        print(f"{target.name} exited with {app.proc.returncode}", file=sys.stderr)  # type: ignore[union-attr]
-        return 1
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        app.stop()
-        if upstream:
-            upstream.stop()
+    with interrupt.handling():
+        try:
+            app.start(show_output=True)
+            where = f"{app.url} (upstream {upstream_url})"
+            print(f"{target.name}/{profile.name} on {where}; Ctrl-C stops")
+            while app.alive():  # polled, not Popen.wait(): see lab/interrupt.py
+                time.sleep(0.2)
+            print(f"{target.name} exited with {app.proc.returncode}", file=sys.stderr)  # type: ignore[union-attr]
+            return 1
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            with interrupt.shielded():
+                app.stop()
+                if upstream:
+                    upstream.stop()
 
 
 def _int_list(text: str) -> list[int]:
@@ -230,24 +243,88 @@ def _apply_env(env: dict[str, str]) -> None:
         os.environ[name] = str(value)
 
 
+# Options that describe a new run: --resume takes the run's own and refuses these.
+NEW_RUN_OPTIONS = (
+    "profile", "vus", "duration", "ms", "n", "rate", "matrix", "repeat", "url", "port",
+    "canary_rate",
+)  # fmt: skip
+NEW_RUN_FLAGS = ("no_pin", "allow_remote")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _check_resume_options(args: argparse.Namespace) -> None:
+    given = [_flag(o) for o in NEW_RUN_OPTIONS if getattr(args, o) is not None]
+    given += [_flag(f) for f in NEW_RUN_FLAGS if getattr(args, f)]
+    if given:
+        raise UsageError(
+            f"--resume continues a run with the settings it was started with; "
+            f"drop {', '.join(given)}"
+        )
+
+
+def _check_params_apply(args: argparse.Namespace, cells_endpoints: set[str]) -> None:
+    """--ms and --n must mean something for at least one endpoint that will run."""
+    contract = load()
+    for name in ("ms", "n"):
+        if getattr(args, name) is None:
+            continue
+        takers = [e for e in sorted(cells_endpoints) if contract[e].param(name) is not None]
+        if not takers:
+            what = ", ".join(f"/{e}" for e in sorted(cells_endpoints))
+            takes = sorted({p.name for e in cells_endpoints for p in contract[e].params})
+            raise UsageError(
+                f"--{name} does not apply to {what} "
+                f"(it takes {', '.join(takes) if takes else 'no parameters'})"
+            )
+
+
+def _results_base(out: Path | None) -> Path:
+    base = out or RESULTS_DIR
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        probe = base / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write results to {base}: {exc.strerror or exc}; choose a writable --out"
+        ) from None
+    return base
+
+
 def cmd_bench(
     args: argparse.Namespace, all_targets: bool = False, argv: list[str] | None = None
 ) -> int:
+    with interrupt.handling():
+        return _bench(args, all_targets, argv)
+
+
+def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) -> int:
     loadgen.binary()  # k6 missing: a one-line error before anything starts
     argv = argv or ["bench-all" if all_targets else "bench", *sys.argv[2:]]
     if args.resume:
+        _check_resume_options(args)
         try:
             run = RunDir(resolve(args.resume, args.out or RESULTS_DIR))
-        except FileNotFoundError as exc:
-            raise UsageError(str(exc)) from None
-        meta = run.meta()
-        meta["status"] = "running"
-        run.write_meta(meta)
+            meta = mark_if_died(run)
+        except (FileNotFoundError, ValueError) as exc:
+            raise UsageError(
+                str(exc)
+                if isinstance(exc, FileNotFoundError)
+                else f"{args.resume}: run.json is not readable ({exc})"
+            ) from None
+        if meta.get("status") == "running":
+            raise UsageError(
+                f"run {run.run_id} is still running (pid {meta['runner']['pid']}); "
+                "stop it first (Ctrl-C or kill that pid)"
+            )
+        _results_base(run.path)
         options = Options(**meta["options"])
-        cells, done = resume_cells(run)
+        cells = [Cell.from_json(c) for c in meta["cells"]]
         _apply_env((meta.get("matrix") or {}).get("env") or {})
-        runner = Runner(run, options)
-        runner.servers = meta.get("servers", {})
     else:
         info = _check_url(args.url, args.allow_remote) if args.url else None
         if args.port and not args.url and server.port_in_use(args.port):
@@ -256,17 +333,95 @@ def cmd_bench(
         _apply_env(matrix.env)
         seed = random.randrange(2**31)
         cells = expand(matrix, _targets_for(matrix, info), seed=seed)
+        _check_params_apply(args, {c.endpoint for c in cells})
         options = Options(url=args.url, port=args.port, pin=not args.no_pin)
         if args.canary_rate is not None:
             options.canary_rate = args.canary_rate
-        run = RunDir.create(args.out or RESULTS_DIR)
-        runner = Runner(run, options)
-        meta = start_run(runner, cells, {**matrix.to_json(), "seed": seed}, argv)
-        done = set()
+        base = _results_base(args.out)
+    lock = None if args.allow_concurrent else runlock.acquire()
+    session: children.Session | None = None
+    try:
+        left = children.orphans()  # the lock is ours: any tagged process is a dead run's
+        if left:
+            runs = sorted({_tag(p) for p in left})
+            pids = children.end(left)
+            print(
+                f"stopped {len(pids)} process{'es' if len(pids) != 1 else ''} left by an "
+                f"earlier run ({', '.join(runs)})",
+                file=sys.stderr,
+            )
+        if args.resume:
+            retried = run.retry_errors()
+            if retried:
+                print(
+                    f"{retried} cells that ended in an error will run again "
+                    f"(their rows moved to {run.retried_path.name})",
+                    file=sys.stderr,
+                )
+            cells, done = resume_cells(run)
+            runner = Runner(run, options)
+            runner.servers = meta.get("servers", {})
+            meta["status"] = "running"
+            meta["runner"] = runner_identity()
+            meta.pop("died", None)
+            run.write_meta(meta)
+        else:
+            try:
+                run = RunDir.create(base)
+            except OSError as exc:
+                raise UsageError(f"cannot create a run folder in {base}: {exc.strerror}") from None
+            runner = Runner(run, options)
+            meta = start_run(runner, cells, {**matrix.to_json(), "seed": seed}, argv)
+            done = set()
+        if lock:
+            lock.name(run=run.run_id, path=str(run.path))
+        session = children.Session(run.run_id, run.path).start()
+        children.set_session(session)
+        run.point_latest()  # the run has started: only now does `latest` move
+        return _execute(run, meta, runner, cells, done, all_targets)
+    finally:
+        children.set_session(None)
+        if session:
+            session.close()
+        if lock:
+            lock.release()
+
+
+def _finish(run: RunDir, meta: dict, runner: Runner, status: str) -> bool:
+    """Write run.json's end; on a full disk say so in one line (the rows are on disk; a
+    later --resume, report or run finds the run's runner gone and marks it)."""
+    try:
+        finish_run(run, meta, runner, status)
+        return True
+    except OSError as exc:
+        print(
+            f"lab: cannot update {run.path / 'run.json'} ({exc.strerror or exc}); "
+            f"the run {status}, its rows are in {run.csv_path}",
+            file=sys.stderr,
+        )
+        return False
+
+
+def _tag(p: psutil.Process) -> str:
+    try:
+        return p.environ().get("LAB_RUN", "?")
+    except psutil.Error:
+        return "?"
+
+
+def _execute(
+    run: RunDir,
+    meta: dict,
+    runner: Runner,
+    cells: list[Cell],
+    done: set[str],
+    all_targets: bool,
+) -> int:
     try:
         rows = runner.execute(cells, done)
     except KeyboardInterrupt:
-        finish_run(run, meta, runner, "interrupted")
+        with interrupt.shielded():
+            _finish(run, meta, runner, "interrupted")
         kept = len(run.rows())
         print(
             f"\ninterrupted: {kept} rows kept in {run.csv_path}; finish the missing cells with:\n"
@@ -274,7 +429,17 @@ def cmd_bench(
             file=sys.stderr,
         )
         return 130
-    finish_run(run, meta, runner, "complete")
+    except OSError as exc:  # the results folder cannot be written (a full disk)
+        _finish(run, meta, runner, "failed")
+        print(
+            f"lab: cannot write results in {run.path}: {exc.strerror or exc}; "
+            f"{len(run.rows())} rows kept. Free space, then: "
+            + resume_command(meta["command"], run),
+            file=sys.stderr,
+        )
+        return 1
+    if not _finish(run, meta, runner, "complete"):
+        return 1
     print(summary_table(rows))
     claims = published_table(run.path)
     if claims:
@@ -335,8 +500,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     try:
         path = resolve(args.run_id)
+        mark_if_died(RunDir(path))  # a `running` run whose runner is gone says `died`
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(f"{args.run_id}: run.json is not readable ({exc})") from None
     out = report.build(path)
     print(f"report: {out}\nsummary: {path / 'summary.md'}\ncharts: {path / 'charts'}")
     return 0
@@ -382,6 +550,11 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         "--canary-rate", type=_non_negative, help="canary /hello requests per second (0: off)"
     )
     p.add_argument("--no-pin", action="store_true", help="do not pin server and k6 to CPUs")
+    p.add_argument(
+        "--allow-concurrent",
+        action="store_true",
+        help="run even if another run is using this machine (both measurements suffer)",
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -473,9 +646,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except (UsageError, UnknownChoice, MatrixError, loadgen.K6Missing) as exc:
+    except (UsageError, UnknownChoice, MatrixError, loadgen.K6Missing, runlock.Busy) as exc:
         print(f"lab: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("lab: interrupted", file=sys.stderr)
+        return 130
     except server.ServerError as exc:
         print(f"lab: {exc}", file=sys.stderr)
         return 1

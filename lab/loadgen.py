@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import ROOT
+from lab import ROOT, children
 from lab.contract import load
 from lab.matrix import Cell
 
@@ -26,6 +26,11 @@ class K6Missing(RuntimeError):
 
 
 def binary() -> str:
+    chosen = os.environ.get("LAB_K6")  # another k6 build (and the tests' stand-ins)
+    if chosen:
+        if not shutil.which(chosen):
+            raise K6Missing(f"LAB_K6={chosen} is not an executable")
+        return chosen
     if LOCAL_K6.is_file():
         return str(LOCAL_K6)
     found = shutil.which("k6")
@@ -67,24 +72,21 @@ class K6Run:
     summary: Path
     log: Path
 
-    def wait(self, timeout: float) -> int:
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+    def wait(self, timeout: float) -> int | None:
+        """k6's exit code, or None if it did not end within `timeout` (it is then stopped)."""
+        code = children.wait(self.proc, timeout)
+        if code is None:
             self.kill()
-            raise
+        return code
 
-    def kill(self) -> None:
-        """Stop k6 (it may be mid-run after Ctrl-C): SIGTERM, then SIGKILL."""
+    def kill(self, grace: float = 3.0) -> None:
+        """Stop k6 (it may be mid-run after Ctrl-C): SIGTERM, then SIGKILL; bounded."""
         if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+            children.kill_group(self.proc.pid, signal.SIGTERM)
+            if children.wait(self.proc, grace) is None:
+                children.kill_group(self.proc.pid, signal.SIGKILL)
+                children.wait(self.proc, 2.0)
+        children.forget(self.proc, "k6")
 
     def log_tail(self, lines: int = 15) -> str:
         with contextlib.suppress(OSError):
@@ -105,14 +107,14 @@ def start(
     if cpus:
         command = ["taskset", "-c", ",".join(map(str, cpus)), *command]
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        # A session of its own: Ctrl-C reaches the runner, which stops k6 itself.
+        proc = children.spawn(
             command,
+            "k6",
+            environment(cell, base_url, summary, canary_rate),
             cwd=ROOT,
-            env=environment(cell, base_url, summary, canary_rate),
-            stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C reaches the runner, which stops k6 itself
         )
     return K6Run(proc, summary, log)
 
@@ -121,10 +123,25 @@ def _values(metrics: dict[str, Any], name: str, scenario: str) -> dict[str, floa
     return metrics.get(f"{name}{{scenario:{scenario}}}", {}).get("values", {})
 
 
-def parse_summary(data: dict[str, Any]) -> dict[str, float | int | None]:
-    """The row's load-generator columns from a k6 summary (handleSummary's data)."""
+FAILED_PREFIX = "failed_"
+FAILURE_NAMES = {"timeout": "timeout", "network": "no answer", "other": "other status"}
+
+
+def failures_text(counts: dict[str, int]) -> str:
+    """Why requests failed, most frequent first, e.g. '502x14848, timeoutx3' (with a
+    multiplication sign)."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{FAILURE_NAMES.get(k, k)}×{n}" for k, n in ranked if n)
+
+
+def parse_summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The row's load-generator columns from a k6 summary (handleSummary's data).
+    Throughput counts successful requests only; latency is theirs (falling back to every
+    request's for summaries of an older lab.js); failed requests are counted and named."""
     metrics = data.get("metrics", {})
-    duration = _values(metrics, "http_req_duration", "main")
+    duration = metrics.get("http_req_duration{scenario:main,expected_response:true}", {}).get(
+        "values"
+    ) or _values(metrics, "http_req_duration", "main")
     reqs = _values(metrics, "http_reqs", "main")
     failed = _values(metrics, "http_req_failed", "main")
     dropped = _values(metrics, "dropped_iterations", "main")
@@ -133,10 +150,22 @@ def parse_summary(data: dict[str, Any]) -> dict[str, float | int | None]:
     def ms(values: dict[str, float], key: str) -> float | None:
         return values.get(key)
 
+    total = int(reqs.get("count", 0))
+    # http_req_failed is a Rate: its "passes" are the failed requests.
+    n_failed = int(failed.get("passes", round(total * (failed.get("rate") or 0.0))))
+    ok = max(total - n_failed, 0)
+    rate = reqs.get("rate")
+    reasons = {
+        name[len(FAILED_PREFIX) :]: int(m.get("values", {}).get("count", 0))
+        for name, m in metrics.items()
+        if name.startswith(FAILED_PREFIX) and "{" not in name
+    }
     return {
-        "requests": int(reqs.get("count", 0)),
-        "rps": reqs.get("rate"),
+        "requests": ok,
+        "rps": None if rate is None or not total else rate * ok / total,
+        "failed_requests": n_failed,
         "failed_rate": failed.get("rate"),
+        "failures": failures_text(reasons),
         "dropped": int(dropped.get("count", 0)),  # k6 leaves the metric out when none dropped
         "lat_avg_ms": ms(duration, "avg"),
         "lat_p50_ms": ms(duration, "p(50)"),

@@ -7,6 +7,7 @@ import random
 import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from lab import ROOT
@@ -101,14 +102,115 @@ def names() -> list[str]:
 
 
 def load_matrix(name: str) -> Matrix:
-    path = MATRIX_DIR / f"{name}.toml"
+    """A named matrix of k6/matrices, or a .toml file given by its path; every key and value
+    checked here, so that a bad file is one line before anything starts."""
+    path = Path(name) if name.endswith(".toml") else MATRIX_DIR / f"{name}.toml"
     if not path.is_file():
+        if name.endswith(".toml"):
+            raise MatrixError(f"no matrix file at {path}")
         raise UnknownChoice("matrix", name, names())
-    data = tomllib.loads(path.read_text())
-    rate = data.pop("rate", None)
-    matrix = Matrix(name=name, **data)
-    if rate is not None:
-        matrix.rates = rate if isinstance(rate, list) else [rate]
+    where = str(path) if name.endswith(".toml") else f"matrix {name}"
+    try:
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise MatrixError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise MatrixError(f"{where}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise MatrixError(f"{where}: cannot be read: {exc.strerror}") from None
+    return from_toml(path.stem, data, where)
+
+
+_NAMES_OR_ALL = "'all', a name or a list of names"
+_KEYS = {
+    "description": "a string",
+    "targets": _NAMES_OR_ALL,
+    "profiles": "'default', 'all', a name or a list of names",
+    "endpoints": _NAMES_OR_ALL,
+    "vus": "an integer >= 1 or a list of them",
+    "rate": "an integer >= 1 or a list of them",
+    "duration": "a duration such as 10s",
+    "repeat": "an integer >= 1",
+    "params": "a table such as {ms = 100, cpu = {n = 1000}}",
+}
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+    )
+
+
+def _ints(value: Any) -> list[int] | None:
+    values = value if isinstance(value, list) else [value]
+    ok = values and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values)
+    return list(values) if ok else None
+
+
+def _check_params(params: Any, where: str) -> None:
+    def bad(what: str) -> MatrixError:
+        return MatrixError(f"{where}: {what}; params must be {_KEYS['params']}")
+
+    if not isinstance(params, dict):
+        raise bad(f"params = {params!r}")
+    contract = load()
+    known = {p.name for e in contract.endpoints for p in e.params}
+    endpoints = {e.name for e in contract.endpoints}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            if key not in endpoints:
+                raise bad(f"params.{key} is not an endpoint")
+            for name, v in value.items():
+                if name not in known:
+                    raise bad(
+                        f"params.{key}.{name} is not a parameter ({', '.join(sorted(known))})"
+                    )
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise bad(f"params.{key}.{name} = {v!r} is not an integer")
+        elif key not in known:
+            raise bad(f"params.{key} is not a parameter ({', '.join(sorted(known))})")
+        elif isinstance(value, bool) or not isinstance(value, int):
+            raise bad(f"params.{key} = {value!r} is not an integer")
+
+
+def from_toml(name: str, data: dict[str, Any], where: str = "matrix") -> Matrix:
+    unknown = sorted(set(data) - set(_KEYS))
+    if unknown:
+        raise MatrixError(f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(_KEYS)})")
+
+    def bad(key: str) -> MatrixError:
+        return MatrixError(f"{where}: {key} = {data[key]!r}: {key} must be {_KEYS[key]}")
+
+    if "description" in data and not isinstance(data["description"], str):
+        raise bad("description")
+    for key in ("targets", "profiles", "endpoints"):
+        if key in data and not _names(data[key]):
+            raise bad(key)
+    for key in ("vus", "rate"):
+        if key in data and _ints(data[key]) is None:
+            raise bad(key)
+    if "repeat" in data and (
+        isinstance(data["repeat"], bool)
+        or not isinstance(data["repeat"], int)
+        or data["repeat"] < 1
+    ):
+        raise bad("repeat")
+    if "duration" in data:
+        if not isinstance(data["duration"], str):
+            raise bad("duration")
+        try:
+            if parse_duration(data["duration"]) <= 0:
+                raise bad("duration")
+        except MatrixError:
+            raise bad("duration") from None
+    if "params" in data:
+        _check_params(data["params"], where)
+    fields = {k: v for k, v in data.items() if k != "rate"}
+    if "vus" in fields:
+        fields["vus"] = _ints(fields["vus"])
+    matrix = Matrix(name=name, **fields)
+    if "rate" in data:
+        matrix.rates = list(_ints(data["rate"]) or [])
     return matrix
 
 

@@ -22,14 +22,14 @@ RESULTS_DIR = ROOT / "results"
 COLUMNS = [
     "run_id", "cell", "target", "profile", "endpoint", "ms", "n", "vus", "rate",
     "duration_s", "repeat", "status", "error",
-    "requests", "rps", "failed_rate", "dropped",
+    "requests", "rps", "failed_requests", "failed_rate", "failures", "dropped",
     "lat_avg_ms", "lat_p50_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms",
     "canary_p50_ms", "canary_p99_ms",
     "server_cpu_pct", "server_busy_pct", "server_rss_mb", "k6_cpu_pct", "upstream_cpu_pct",
     "loadgen_bound", "server_cpu_bound",
     "workers", "threads", "capacity", "server_cpus", "k6_cpus",
     "service_ms", "predicted_rps", "predicted_latency_ms", "efficiency", "verdict",
-    "server_start_s", "server_stop_s", "cell_s", "started_at",
+    "restarts", "server_start_s", "server_stop_s", "cell_s", "started_at",
 ]  # fmt: skip
 
 
@@ -62,6 +62,7 @@ class RunDir:
         self.summaries = path / "k6"
         self.logs = path / "logs"
         self.timelines = path / "timelines"
+        self.retried_path = path / "retried.csv"
 
     @classmethod
     def create(cls, base: Path = RESULTS_DIR) -> RunDir:
@@ -77,8 +78,7 @@ class RunDir:
             p.mkdir()
         with run.csv_path.open("w", newline="") as f:
             csv.writer(f).writerow(COLUMNS)
-        run.point_latest()
-        return run
+        return run  # `latest` moves once the run has started (point_latest)
 
     def point_latest(self) -> None:
         link = self.path.parent / "latest"
@@ -101,13 +101,81 @@ class RunDir:
         with self.csv_path.open(newline="") as f:
             return list(csv.DictReader(f))
 
+    def retry_errors(self) -> int:
+        """Move the error rows to retried.csv (kept, not lost) so that their cells run again;
+        results.csv is rewritten atomically. Returns how many moved."""
+        with self.csv_path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            header = list(reader.fieldnames or COLUMNS)
+            rows = list(reader)
+        errors = [r for r in rows if r.get("status") != "ok"]
+        if not errors:
+            return 0
+        new = not self.retried_path.exists()
+        with self.retried_path.open("a", newline="") as f:
+            writer = csv.DictWriter(f, header, extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            writer.writerows(errors)
+        tmp = self.path / "results.csv.tmp"
+        with tmp.open("w", newline="") as f:
+            writer = csv.DictWriter(f, header, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(r for r in rows if r.get("status") == "ok")
+        tmp.replace(self.csv_path)
+        return len(errors)
+
     def write_meta(self, meta: dict[str, Any]) -> None:
+        """Atomically: readers see the old run.json or the new one. On a full disk the old
+        one stays and no partial file is left beside it."""
         tmp = self.path / "run.json.tmp"
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n")
-        tmp.replace(self.path / "run.json")
+        try:
+            with tmp.open("w") as f:
+                f.write(json.dumps(meta, indent=2, sort_keys=False) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            tmp.replace(self.path / "run.json")
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
 
     def meta(self) -> dict[str, Any]:
         return json.loads((self.path / "run.json").read_text())
+
+
+DISK_LOW_BYTES = 1 << 20  # below this a cell's k6 summary and logs may not fit
+
+
+def free_bytes(path: Path) -> int | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def runner_alive(meta: dict[str, Any]) -> bool:
+    """Whether the process that runs this run still exists (same pid, same start time)."""
+    runner = meta.get("runner") or {}
+    pid, started = runner.get("pid"), runner.get("started")
+    if not isinstance(pid, int) or runner.get("host", platform.node()) != platform.node():
+        return False
+    try:
+        return abs(psutil.Process(pid).create_time() - float(started)) < 1.0
+    except (psutil.Error, TypeError, ValueError):
+        return False
+
+
+def mark_if_died(run: RunDir) -> dict[str, Any]:
+    """run.json, with a `running` run whose runner is gone marked `died` (on disk too)."""
+    meta = run.meta()
+    if meta.get("status") == "running" and not runner_alive(meta):
+        meta["status"] = "died"
+        meta["died"] = "found without its runner: it was killed or its machine stopped"
+        with contextlib.suppress(OSError):
+            run.write_meta(meta)
+    return meta
 
 
 def _cell(value: Any) -> Any:

@@ -4,18 +4,22 @@ stop that must leave nothing behind. A failing cell becomes an error row; the ru
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
-import signal
+import platform
 import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-from lab import loadgen, model, probe, server
+import psutil
+
+from lab import children, interrupt, loadgen, model, probe, results, server
 from lab.contract import load
 from lab.matrix import Cell
 from lab.progress import Progress, clock
@@ -27,6 +31,11 @@ OVERHEAD_ESTIMATE_S = 4.0  # start, health, warm-up, stop: what a cell costs bey
 TIMELINE_KINDS = ("sleep", "cpu")
 TIMELINE_MAX = 24  # requests in one timeline batch
 KNOBS = ("WORKERS", "THREADS", "EXECUTOR_THREADS", "POOL_PROCESSES", "GOMAXPROCS")
+# A cell with more failed requests than this share is an error, never a verdict: failed
+# requests distort both throughput (a 502 without an upstream returns in microseconds) and
+# latency (a timeout holds a VU for the whole TIMEOUT). 0.1 % is the bar well-kept benchmark
+# suites use to drop a run; a 2 s cell of 20 requests thus tolerates no failure at all.
+FAILED_SHARE_MAX = 0.001
 
 
 @dataclass
@@ -36,6 +45,8 @@ class Options:
     canary_rate: int = loadgen.CANARY_RATE
     health_timeout: float = 30.0
     pin: bool = True
+    # k6 ends at duration + GRACEFUL_STOP (3 s) + its summary; beyond this margin it hung.
+    k6_margin_s: float = 60.0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,7 +97,6 @@ class Runner:
             # The runner (its sampler, probes and calibration) measures: it sits with k6,
             # leaving the server's CPUs to the server alone.
             os.sched_setaffinity(0, self.k6_cpus)
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             for cell in todo:
                 progress.show(cell.id)
@@ -94,11 +104,12 @@ class Runner:
                 self.run.append(row)
                 rows.append(row)
                 progress.advance(_brief(row))
+                interrupt.check()  # a signal during the cell's clean-up ends the run here
         finally:
-            signal.signal(signal.SIGTERM, previous)
-            if self.upstream:
-                self.upstream.stop()
-                self.upstream = None
+            with interrupt.shielded():
+                if self.upstream:
+                    self.upstream.stop()
+                    self.upstream = None
         return rows
 
     def _upstream_url(self) -> str:
@@ -131,11 +142,10 @@ class Runner:
             "k6_cpus": _cpus(self.k6_cpus),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        stem = (
-            f"{index:04d}-{cell.target}-{cell.profile}-{cell.endpoint}-v{cell.vus}-r{cell.repeat}"
-        )
+        stem = self._stem(cell, index)
         proc: server.ServerProcess | None = None
         k6run: loadgen.K6Run | None = None
+        sampler: Sampler | None = None
         try:
             if self.options.url:
                 base = self.options.url.rstrip("/")
@@ -173,6 +183,7 @@ class Runner:
             if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:
                 self.timeline(base, endpoint.path, cell, row, stem)
             summary = self.run.summaries / f"{stem}.json"
+            upstream = self.upstream if endpoint.kind == "upstream" else None
             k6run = loadgen.start(
                 cell,
                 base,
@@ -182,37 +193,81 @@ class Runner:
                 self.options.canary_rate,
             )
             pids = {"k6": k6run.proc.pid, **({"server": proc.pid} if proc else {})}
-            if endpoint.kind == "upstream" and self.upstream:
-                pids["upstream"] = self.upstream.pid  # it shares the load side's CPUs
+            if upstream:
+                pids["upstream"] = upstream.pid  # it shares the load side's CPUs
             sampler = Sampler(pids).start()
-            code = k6run.wait(timeout=cell.duration_s + 180)
+            budget = cell.duration_s + self.options.k6_margin_s
+            code = k6run.wait(timeout=budget)
             usage = sampler.stop()
             row.update(_usage(usage, self.server_cpus, self.k6_cpus))
+            row["restarts"] = len(sampler.ended("server")) if proc else None
             data = loadgen.read_summary(summary)
+            if data is not None:
+                row.update(loadgen.parse_summary(data))
+            problems = []
             if proc and not proc.alive():
-                raise CellError(
-                    f"server exited with {proc.proc.returncode} during the cell: "  # type: ignore[union-attr]
-                    + proc.log_tail()
+                problems.append(
+                    f"the server {children.describe_exit(proc.proc.returncode)} during the cell"  # type: ignore[union-attr]
                 )
-            if data is None:
-                raise CellError(f"k6 exited with {code} and wrote no summary: {k6run.log_tail()}")
-            row.update(loadgen.parse_summary(data))
-            if not row["requests"] or (row["failed_rate"] or 0) >= 1.0:
-                tail = proc.log_tail() if proc else ""
-                raise CellError(f"no successful requests (server stopped answering?) {tail}")
+            if upstream and not upstream.alive():
+                problems.append(
+                    f"the upstream service (pid {upstream.pid}) "
+                    f"{children.describe_exit(upstream.proc.returncode)} during the cell"  # type: ignore[union-attr]
+                )
+            if code is None:
+                problems.append(f"k6 did not finish within {budget:.0f} s (hung?) and was stopped")
+            elif data is None:
+                problems.append(
+                    f"k6 {children.describe_exit(code)} and wrote no summary"
+                    + _disk_note(self.run.path)
+                )
+            elif row["failed_requests"] and _failed_share(row) > FAILED_SHARE_MAX:
+                problems.append(
+                    f"{row['failed_requests']} of {row['requests'] + row['failed_requests']} "
+                    f"requests failed ({_failed_share(row):.2%}, above {FAILED_SHARE_MAX:.1%})"
+                )
+            elif not row["requests"]:
+                problems.append("no successful requests (server stopped answering?)")
+            if row.get("restarts"):
+                ended = ", ".join(map(str, sampler.ended("server")))
+                problems.append(
+                    f"{row['restarts']} serving process(es) of the server ended during the cell "
+                    f"(pid {ended}), so it was not measured as configured"
+                )
+            if problems:
+                failures = f": {row['failures']}" if row.get("failures") else ""
+                # the server's last words, when it is the server that failed
+                server_failed = proc and (not proc.alive() or not row.get("requests"))
+                tail = proc.log_tail(5) if server_failed else ""
+                raise CellError("; ".join(problems) + failures + (f" | {tail}" if tail else ""))
             row.update(self.model(cell, endpoint.kind, service_ms, info, row))
         except (CellError, server.ServerError, OSError) as exc:
-            row.update(status="error", error=_one_line(str(exc)))
+            row.update(status="error", error=_one_line(_explain(exc, self.run.path)))
         finally:
-            if k6run:
-                k6run.kill()
-            if proc:
-                report = proc.stop()
-                row["server_stop_s"] = report.seconds
-                if not report.clean and row["status"] == "ok":
-                    row["error"] = f"stop needed SIGKILL for {report.leftover}"
-            row["cell_s"] = time.monotonic() - cell_started
+            with interrupt.shielded():  # bounded: a few seconds at most, whatever died
+                if sampler:
+                    sampler.stop()
+                if k6run:
+                    k6run.kill()
+                if proc:
+                    report = proc.stop()
+                    row["server_stop_s"] = report.seconds
+                    if not report.clean and row["status"] == "ok":
+                        row["error"] = f"stop needed SIGKILL for {report.leftover}"
+                row["cell_s"] = time.monotonic() - cell_started
         return row
+
+    def _stem(self, cell: Cell, index: int) -> str:
+        """File names of a cell's logs and summary; a retried cell does not overwrite."""
+        stem = f"{index:04d}-{cell.target}-{cell.profile}-{cell.endpoint}"
+        stem += f"-v{cell.vus}-r{cell.repeat}"
+        attempt, unique = 1, stem
+        while (self.run.logs / f"{unique}-k6.log").exists() or (
+            self.run.logs / f"{unique}-server.log"
+        ).exists():
+            attempt += 1
+            unique = f"{stem}-a{attempt}"
+        return unique
 
     def timeline(self, base: str, path: str, cell: Cell, row: dict[str, Any], stem: str) -> None:
         """Per-request start, end and worker pid of a batch of 2 x capacity requests released
@@ -264,8 +319,22 @@ class CellError(RuntimeError):
     """The cell could not be measured; the message says why."""
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _failed_share(row: dict[str, Any]) -> float:
+    total = (row.get("requests") or 0) + (row.get("failed_requests") or 0)
+    return (row.get("failed_requests") or 0) / total if total else 0.0
+
+
+def _disk_note(path: Path) -> str:
+    free = results.free_bytes(path)
+    if free is not None and free < results.DISK_LOW_BYTES:
+        return f" (the results disk is full: {free} bytes free at {path})"
+    return ""
+
+
+def _explain(exc: BaseException, path: Path) -> str:
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return f"the results disk is full ({exc.strerror}: {exc.filename or path})"
+    return str(exc)
 
 
 def _cpus(cpus: list[int] | None) -> str:
@@ -358,6 +427,7 @@ def start_run(
         "command": argv,
         "options": options.to_json(),
         "matrix": matrix,
+        "runner": runner_identity(),
         "knobs": {k: os.environ[k] for k in KNOBS if k in os.environ},
         "cpus": {"server": runner.server_cpus, "k6": runner.k6_cpus},
         **provenance(loadgen.binary()),
@@ -366,6 +436,15 @@ def start_run(
     }
     run.write_meta(meta)
     return meta
+
+
+def runner_identity() -> dict[str, Any]:
+    """Who runs a run: enough to tell later whether that process is still alive."""
+    return {
+        "pid": os.getpid(),
+        "started": psutil.Process().create_time(),
+        "host": platform.node(),
+    }
 
 
 def finish_run(run: RunDir, meta: dict[str, Any], runner: Runner, status: str) -> None:
@@ -392,5 +471,5 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
 def resume_cells(run: RunDir) -> tuple[list[Cell], set[str]]:
     meta = run.meta()
     cells = [Cell.from_json(c) for c in meta["cells"]]
-    done = {r["cell"] for r in run.rows()}
+    done = {r["cell"] for r in run.rows() if r.get("status") == "ok"}
     return cells, done

@@ -30,6 +30,8 @@ class _Tree:
         self.peak_rss = 0
         self.samples = 0
         self.timeline: list[tuple[float, float]] = []  # (monotonic time, CPU seconds so far)
+        self.workers: set[int] = set()  # the top's children (workers) seen while sampling
+        self.ended: set[int] = set()  # those that were gone at a later sample
 
     def processes(self) -> list[psutil.Process]:
         try:
@@ -38,9 +40,23 @@ class _Tree:
         except psutil.NoSuchProcess:
             return []
 
+    def _watch_workers(self, processes: list[psutil.Process]) -> None:
+        """While the top lives, a worker (its child) that ends is news: it died, or was
+        restarted under a new pid. (Pool processes below a worker end with their worker.)"""
+        live = set()
+        for p in processes[1:]:
+            with contextlib.suppress(psutil.Error):
+                if p.ppid() == self.pid and _running(p):
+                    live.add(p.pid)
+        if processes and processes[0].pid == self.pid and _running(processes[0]):
+            self.ended |= self.workers - live
+        self.workers |= live
+
     def sample(self, first: bool = False) -> None:
         rss = 0
-        for p in self.processes():
+        processes = self.processes()
+        self._watch_workers(processes)
+        for p in processes:
             with contextlib.suppress(psutil.Error):
                 t = p.cpu_times()
                 used = t.user + t.system
@@ -62,6 +78,13 @@ class _Tree:
 
     def cpu_seconds(self) -> float:
         return sum(self.last_cpu[pid] - self.start_cpu[pid] for pid in self.last_cpu)
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def cpu_seconds(pid: int) -> float:
@@ -95,12 +118,21 @@ class Sampler:
                 tree.sample()
 
     def stop(self) -> dict[str, Usage]:
-        self._stop.set()
-        self._thread.join()
-        for tree in self.trees.values():
-            tree.sample()
-        self._wall = time.monotonic() - self._started
+        """Stop sampling (bounded: the thread is a daemon and gets 2 s); the usage so far.
+        Calling it again returns the same usage."""
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join(timeout=2.0)
+            for tree in self.trees.values():
+                tree.sample()
+            self._wall = time.monotonic() - self._started
         return {name: self._usage(t) for name, t in self.trees.items()}
+
+    def ended(self, name: str) -> list[int]:
+        """Workers (children of the tree's top) that ended while it was sampled: died or
+        restarted during the cell."""
+        tree = self.trees.get(name)
+        return sorted(tree.ended) if tree else []
 
     def _usage(self, tree: _Tree) -> Usage:
         if not self._wall or tree.samples < 2:

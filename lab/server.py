@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import psutil
 
-from lab import ROOT
+from lab import ROOT, children
 from lab.contract import OPENAPI
 from lab.targets import Target
 from labkit import knobs
@@ -30,6 +30,7 @@ HOST = "127.0.0.1"
 BUILD_DIR = ROOT / ".build"
 UPSTREAM_SOURCE = ROOT / "go"
 STOP_GRACE_S = 5.0
+BUILD_TIMEOUT_S = 600.0
 
 
 class ServerError(RuntimeError):
@@ -72,7 +73,12 @@ def run_build(command: tuple[str, ...], cwd: Path) -> None:
     """Run a build step once per process (go build is incremental, but not free)."""
     if not command or command in _built:
         return
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            command, cwd=cwd, capture_output=True, text=True, check=False, timeout=BUILD_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ServerError(f"build failed: {' '.join(command)}: {exc}") from None
     if done.returncode != 0:
         raise ServerError(f"build failed: {' '.join(command)}\n{done.stderr[-2000:]}")
     _built.add(command)
@@ -134,14 +140,13 @@ class ServerProcess:
         out: IO[bytes] | None = None
         if not show_output:
             self._log = out = self.log_path.open("wb")
-        self.proc = subprocess.Popen(
+        self.proc = children.spawn(
             self.command,
+            self.name,
+            self.env,
             cwd=self.cwd,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT if out else None,
-            start_new_session=True,
         )
         try:
             self.wait_healthy(health_timeout)
@@ -188,7 +193,8 @@ class ServerProcess:
         return pids
 
     def stop(self, grace: float = STOP_GRACE_S) -> StopReport:
-        """SIGTERM the server, wait up to `grace`, then SIGKILL whatever of it is left."""
+        """SIGTERM the server, wait up to `grace`, then SIGKILL whatever of it is left.
+        Every wait is bounded: a stop takes at most grace + about 3 s."""
         if self.proc is None:
             return StopReport(None, 0.0)
         started = time.monotonic()
@@ -196,21 +202,25 @@ class ServerProcess:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=grace)
+        children.wait(self.proc, grace)
         # Children may outlive the top process for a moment; give them the rest of the grace.
-        _, alive = psutil.wait_procs(tree, timeout=max(0.1, grace - (time.monotonic() - started)))
+        # Not the top process itself: psutil would reap it behind Popen's back (exit code lost).
+        below = [p for p in tree if p.pid != self.pid]
+        _, alive = psutil.wait_procs(below, timeout=max(0.1, grace - (time.monotonic() - started)))
         alive = [p for p in alive if _running(p)]  # a zombie has ended; init reaps it later
         leftover = sorted({p.pid for p in alive} | set(self._group()))
+        if self.proc.poll() is None:
+            leftover = sorted({self.pid, *leftover})
         if leftover:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
+            children.kill_group(self.pid)
             for p in alive:
                 with contextlib.suppress(psutil.Error):
                     p.kill()
         if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+        children.wait(self.proc, 2.0)
+        children.forget(self.proc, self.name)
         if self._log:
             self._log.close()
             self._log = None

@@ -161,3 +161,25 @@ def test_open_run_counts_dropped_iterations(tmp_path: Path, base_url: str) -> No
     m = data["metrics"]
     assert m["dropped_iterations{scenario:main}"]["values"]["count"] >= 20
     assert m["dropped_iterations{scenario:canary}"]["values"]["count"] == 0
+
+
+def test_failed_requests_are_counted_by_reason(tmp_path: Path) -> None:
+    """A target whose upstream is a closed port answers 502 to /upstream; a closed port
+    answers nothing. Both are failures, counted by reason, out of the successful latency."""
+    closed = f"http://127.0.0.1:{server.free_port()}"
+    proc = server.target_server(targets.find("go"), upstream_url=closed).start()
+    try:
+        bad, _ = summary_run(
+            tmp_path, proc.url, ENDPOINT="upstream", MS="1", N="1", VUS="2", DURATION="1s",
+            CANARY_RATE="0",
+        )  # fmt: skip
+    finally:
+        proc.stop()
+    m = bad["metrics"]
+    failed = m["http_req_failed{scenario:main}"]["values"]
+    assert failed["rate"] == 1 and failed["passes"] > 0
+    assert m["failed_502"]["values"]["count"] == failed["passes"]
+    assert m["http_req_duration{scenario:main,expected_response:true}"]["values"]["count"] == 0
+    none, _ = summary_run(tmp_path, closed, VUS="1", DURATION="1s", CANARY_RATE="0")
+    assert none["metrics"]["failed_network"]["values"]["count"] > 0
+    assert not [k for k in none["metrics"] if k.startswith("failed_") and k != "failed_network"]

@@ -32,7 +32,9 @@ def test_parse_summary_reads_the_main_scenario() -> None:
     assert row == {
         "requests": 161,
         "rps": pytest.approx(78.81118868994083),
+        "failed_requests": 0,
         "failed_rate": 0,
+        "failures": "",
         "dropped": 40,
         "lat_avg_ms": pytest.approx(42.2977478074534),
         "lat_p50_ms": pytest.approx(41.99707),
@@ -78,7 +80,33 @@ def test_parse_summary_failed_rate() -> None:
         "passes": 40,
         "fails": 121,
     }
-    assert loadgen.parse_summary(data)["failed_rate"] == 0.25
+    row = loadgen.parse_summary(data)
+    assert row["failed_rate"] == 0.25
+    # throughput and requests count the successful ones only
+    assert (row["requests"], row["failed_requests"]) == (121, 40)
+    assert row["rps"] == pytest.approx(78.81118868994083 * 121 / 161)
+
+
+def test_parse_summary_names_the_failures() -> None:
+    data = copy.deepcopy(SUMMARY)
+    data["metrics"]["http_req_failed{scenario:main}"]["values"] = {
+        "rate": 0.1,
+        "passes": 16,
+        "fails": 145,
+    }
+    for name, count in (("failed_502", 13), ("failed_timeout", 2), ("failed_network", 1)):
+        data["metrics"][name] = {"type": "counter", "values": {"count": count, "rate": 1.0}}
+    row = loadgen.parse_summary(data)
+    assert row["failures"] == "502×13, timeout×2, no answer×1"
+    assert row["failed_requests"] == 16
+
+
+def test_parse_summary_latency_of_successful_requests() -> None:
+    data = copy.deepcopy(SUMMARY)
+    ok = {"avg": 50.0, "p(50)": 49.0, "p(90)": 55.0, "p(95)": 56.0, "p(99)": 60.0, "max": 61.0}
+    data["metrics"]["http_req_duration{scenario:main,expected_response:true}"] = {"values": ok}
+    row = loadgen.parse_summary(data)
+    assert (row["lat_avg_ms"], row["lat_p95_ms"], row["lat_max_ms"]) == (50.0, 56.0, 61.0)
 
 
 def test_read_summary(tmp_path: Path) -> None:

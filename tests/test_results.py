@@ -131,9 +131,12 @@ def test_ids_sort_by_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 def test_latest_points_at_the_newest_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     freeze_clock(monkeypatch, "2030-01-02 03:04:05")
     old = RunDir.create(tmp_path)
+    old.point_latest()
     freeze_clock(monkeypatch, "2030-01-02 03:04:07")
     new = RunDir.create(tmp_path)
     link = tmp_path / "latest"
+    assert os.readlink(link) == old.run_id  # a run that has not started does not move it
+    new.point_latest()
     assert link.is_symlink()
     assert os.readlink(link) == new.run_id  # relative: the results folder can move
     assert link.resolve() == new.path.resolve()
@@ -165,6 +168,7 @@ def test_resolve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     freeze_clock(monkeypatch, "2030-01-02 03:04:09")
     new = RunDir.create(tmp_path)
     new.write_meta({"run_id": new.run_id})
+    new.point_latest()
     monkeypatch.chdir(tmp_path.parent)  # a relative id must not depend on the cwd
     assert resolve("latest", tmp_path) == new.path.resolve()
     assert resolve(old.run_id, tmp_path) == old.path.resolve()

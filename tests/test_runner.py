@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,8 +34,11 @@ from lab.targets import discover
 ENV = {
     k: v
     for k, v in os.environ.items()
-    if k not in {"RATE", "MS", "N", "TIMEOUT", "GRACEFUL_STOP", "PORT", "HOST", *KNOBS}
+    if k not in {"RATE", "MS", "N", "TIMEOUT", "GRACEFUL_STOP", "PORT", "HOST", "LAB_K6", *KNOBS}
 }
+# The machine's one-run lock, but this test session's own: a `just bench` someone runs
+# meanwhile must not fail these tests (the lock itself is tested with this file too).
+ENV["LAB_LOCK"] = str(Path(tempfile.gettempdir()) / f"lab-test-{os.getpid()}.lock")
 VERDICTS = {"as predicted", "below model", "above model", "loadgen-bound", "no model"}
 BENCH = [e.name for e in load().bench_endpoints()]
 
@@ -45,7 +49,7 @@ BENCH = [e.name for e in load().bench_endpoints()]
 class LabRun:
     """`python -m lab ARGS` with every process below it recorded (and its PORT, if any)."""
 
-    def __init__(self, args: list[str], logs: Path) -> None:
+    def __init__(self, args: list[str], logs: Path, env: dict[str, str] | None = None) -> None:
         logs.mkdir(parents=True, exist_ok=True)
         n = len(list(logs.glob("*.out")))
         self.stdout_path = logs / f"{n}.out"
@@ -54,7 +58,7 @@ class LabRun:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "lab", *args],
                 cwd=ROOT,
-                env=ENV,
+                env={**ENV, **(env or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -131,7 +135,8 @@ class LabRun:
 
 
 def is_k6(p: psutil.Process) -> bool:
-    return p.name() == "k6"
+    """k6 loading a cell (not `k6 version`, which the run's provenance asks)."""
+    return p.name() == "k6" and "run" in p.cmdline()
 
 
 def is_gin(p: psutil.Process) -> bool:
@@ -142,8 +147,8 @@ def is_gin(p: psutil.Process) -> bool:
 def lab_run(tmp_path: Path) -> Iterator[Callable[..., LabRun]]:
     started: list[LabRun] = []
 
-    def start(*args: str) -> LabRun:
-        run = LabRun(list(args), tmp_path / "console")
+    def start(*args: str, env: dict[str, str] | None = None) -> LabRun:
+        run = LabRun(list(args), tmp_path / "console", env)
         started.append(run)
         return run
 
@@ -220,6 +225,7 @@ def check_ok_row(row: dict[str, str], run: RunDir, info: dict[str, Any]) -> None
     assert int(row["requests"]) > 0
     assert number(row, "rps") > 0
     assert number(row, "failed_rate") == 0
+    assert (row["failed_requests"], row["failures"], row["restarts"]) == ("0", "", "0")
     assert int(row["dropped"]) == 0
     p50, p95, p99 = (number(row, k) for k in ("lat_p50_ms", "lat_p95_ms", "lat_p99_ms"))
     assert 0 < p50 <= p95 <= p99 <= number(row, "lat_max_ms")
@@ -328,7 +334,7 @@ def test_server_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun]) 
     run = only_run(out)
     first, second = csv_rows(run)
     assert first["status"] == "error"
-    assert "server exited with -9 during the cell" in first["error"]
+    assert "the server was killed by SIGKILL during the cell" in first["error"]
     assert "\n" not in first["error"]
     assert first["repeat"] != second["repeat"]
     meta = check_meta(run, "complete", "gin/release", "gin")
@@ -368,7 +374,10 @@ def test_interrupt_then_resume(tmp_path: Path, lab_run: Callable[..., LabRun]) -
     (kept,) = csv_rows(run)
     check_ok_row(kept, run, meta["servers"]["gin/release"])
 
-    again = lab_run(*args, "--resume", run.run_id, "--out", str(out))
+    # the command the runner printed, as a user would paste it (just runs `python -m lab`)
+    printed = run_.stderr.strip().splitlines()[-1].split()
+    assert printed[:4] == ["just", "bench", "go", "async"]
+    again = lab_run(*printed[1:])
     assert again.wait(timeout=60) == 0, again.stderr
     assert "2 cells to run (1 already done)" in again.stderr
     assert only_run(out).path == run.path  # no new run folder
@@ -425,6 +434,10 @@ PROFILES = sorted({p for t in discover() for p in t.profiles})
         (["bench", "go", "sync", "--url", "ftp://127.0.0.1:21"], ["--url must look like"]),
         (["bench", "go", "sync", "--url", "http://127.0.0.1:{closed}"], ["cannot reach"]),
         (["bench", "go", "sync", "--port", "{held}"], ["port {held} is already in use"]),
+        (["bench", "go", "cpu", "--ms", "50"], ["--ms does not apply to /cpu", "it takes n"]),
+        (["bench", "go", "sync", "--n", "5"], ["--n does not apply to /sync", "it takes ms"]),
+        (["bench", "go", "hello", "--n", "5"], ["--n does not apply to /hello", "no parameters"]),
+        (["bench", "go", "sync", "--resume", "x", "--vus", "5"], ["--resume", "drop --vus"]),
     ],
     ids=lambda v: " ".join(v) if v and v[0].startswith("bench") else None,
 )
@@ -484,7 +497,14 @@ def test_estimate_and_resume_cells(tmp_path: Path) -> None:
     assert estimate_s(cells) == pytest.approx(3 * 2.0 + 3 * 4.0)
     run = RunDir.create(tmp_path)
     run.write_meta({"cells": [c.to_json() for c in cells]})
-    run.append({"cell": cells[1].id, "status": "error"})
+    run.append({"cell": cells[1].id, "status": "ok"})
+    run.append({"cell": cells[2].id, "status": "error", "error": "k6 was killed by SIGKILL"})
     got, done = resume_cells(run)
     assert got == cells
-    assert done == {cells[1].id}  # an error row counts as done: resume does not retry it
+    assert done == {cells[1].id}  # an error row is not done: resume runs its cell again
+    assert run.retry_errors() == 1
+    assert [r["cell"] for r in run.rows()] == [cells[1].id]
+    with run.retried_path.open(newline="") as f:
+        (moved,) = csv.DictReader(f)
+    assert (moved["cell"], moved["error"]) == (cells[2].id, "k6 was killed by SIGKILL")
+    assert run.retry_errors() == 0
