@@ -483,15 +483,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         return 0
     matrix = published.load_post(args.post)
     published.claims_of(matrix)  # a broken post file: one line before anything starts
-    bench = argparse.Namespace(
-        **{k: None for k in ("profile", "vus", "duration", "ms", "n", "rate", "url", "resume")},
-        matrix=args.post, repeat=args.repeat, out=args.out, port=args.port,
-        canary_rate=None, no_pin=args.no_pin, allow_remote=False,
-    )  # fmt: skip
     argv = ["bench-all", "--matrix", args.post]
     for flag, value in (("--repeat", args.repeat), ("--out", args.out), ("--port", args.port)):
         argv += [flag, str(value)] if value is not None else []
     argv += ["--no-pin"] if args.no_pin else []
+    argv += ["--allow-concurrent"] if args.allow_concurrent else []
+    bench = parser().parse_args(argv)  # the same options, defaults and checks as bench-all
     return cmd_bench(bench, all_targets=True, argv=argv)
 
 
@@ -617,6 +614,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="results folder (default results/)")
     p.add_argument("--port", type=_port_number, help="fixed port for the servers")
     p.add_argument("--no-pin", action="store_true", help="do not pin server and k6 to CPUs")
+    p.add_argument(
+        "--allow-concurrent",
+        action="store_true",
+        help="run even if another run is using this machine (both measurements suffer)",
+    )
     p.set_defaults(run=cmd_reproduce)
     p = sub.add_parser(
         "report",

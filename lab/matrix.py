@@ -132,6 +132,9 @@ _KEYS = {
     "duration": "a duration such as 10s",
     "repeat": "an integer >= 1",
     "params": "a table such as {ms = 100, cpu = {n = 1000}}",
+    "cells": "a list of [[cells]] tables (a post's explicit cells)",
+    "env": "a table of knobs such as {WORKERS = 4}",
+    "post": "a table: the post's citation and its claims (see lab/published.py)",
 }
 
 
@@ -205,6 +208,17 @@ def from_toml(name: str, data: dict[str, Any], where: str = "matrix") -> Matrix:
             raise bad("duration") from None
     if "params" in data:
         _check_params(data["params"], where)
+    if "cells" in data and not (
+        isinstance(data["cells"], list) and all(isinstance(c, dict) for c in data["cells"])
+    ):
+        raise bad("cells")
+    if "env" in data and not (
+        isinstance(data["env"], dict)
+        and all(isinstance(v, str | int) and not isinstance(v, bool) for v in data["env"].values())
+    ):
+        raise bad("env")
+    if "post" in data and not isinstance(data["post"], dict):
+        raise bad("post")
     fields = {k: v for k, v in data.items() if k != "rate"}
     if "vus" in fields:
         fields["vus"] = _ints(fields["vus"])
