@@ -3,8 +3,9 @@ own command-line parser (flags, then GRANIAN_* variables, then its defaults), so
 what the running server was told, never a constant.
 
 granian's master starts its workers by fork (spawn on Python >= 3.14), and either way a
-worker's sys.argv is the server's command line. Import this module only under granian:
-labkit.info names the server by the modules its process has loaded.
+worker's sys.argv is the server's command line. On a free-threaded Python granian's workers
+are threads of one process instead, which the kit refuses rather than misreport. Import this
+module only under granian: labkit.info names the server by the modules its process has loaded.
 
 What the options mean for capacity (per worker):
 - WSGI: the Rust runtime hands each request to one of `blocking_threads` Python threads, which
@@ -49,6 +50,10 @@ def options(argv: list[str] | None = None) -> Options:
     """granian's options as its CLI resolves them from `argv` (default: this process's) and the
     environment, with the values granian derives when an option is absent (its
     AbstractServer.__init__ and serve(), granian 2.8: tests/test_kit.py compares the two)."""
+    if not getattr(sys, "_is_gil_enabled", lambda: True)():
+        # There granian's workers are threads of one process sharing one app: the kit's
+        # worker = process model (its pools, /info's workers and pids) would not hold.
+        raise RuntimeError("granian on free-threaded Python runs workers as threads: unsupported")
     args = sys.argv[1:] if argv is None else argv
     ctx = cli.make_context(
         "granian", list(args), auto_envvar_prefix="GRANIAN", resilient_parsing=True

@@ -5,6 +5,7 @@ follows them and holds when timed."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -56,6 +57,12 @@ def test_granian_defaults() -> None:
     assert o.workers_kill_timeout is None  # the master waits for its workers for ever
     assert info.graceful_timeout_s("granian", ["app:app"]) is None
     assert info.graceful_timeout_s("granian", ["--workers-kill-timeout", "3", "app:app"]) == 3.0
+
+
+def test_free_threaded_python_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "_is_gil_enabled", lambda: False, raising=False)
+    with pytest.raises(RuntimeError, match="free-threaded"):
+        granian.options(["app:app"])
 
 
 @pytest.mark.parametrize(
