@@ -8,7 +8,8 @@ signatures, lifespan, error handlers, and the size of the pool its `def` handler
 - asgi       GetOnly: refusal as ASGI middleware
 - eventloop  the event-loop worker: serving(), ENDPOINTS, info(), size_anyio_pool()
 - threaded   the thread-per-request (WSGI) worker: start(), stop(), info(), serve_dev()
-- info       /info's common part: server, version, graceful_timeout_s, check_capacity()
+- info       /info's common part: server, version, graceful_timeout_s, workers, check_capacity()
+- granian    granian's options as a worker sees them (its own CLI parser): /info under granian
 - knobs, pool, upstream, work: WORKERS & co, the /cpu-pool pool, upstream clients, FNV-1a
 
 The contract itself is read through lab.contract (lab/ needs it too). README.md, "Adding a

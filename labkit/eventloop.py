@@ -71,9 +71,9 @@ async def serving(executor_threads: int, sync_threads: int) -> AsyncIterator[Wor
 def info(framework: str, worker: Worker, workers: int | None = None, **base: Any) -> dict[str, Any]:
     """/info of an event-loop target: an event loop per worker process, `def` handlers in a pool
     of worker.sync_threads, and this worker's resources. Every number comes from the running
-    configuration: `workers` is WORKERS unless the server runs one process whatever it says.
-    `base` goes to labkit.info.base (server_name=, graceful_s=)."""
-    workers = knobs.workers() if workers is None else workers
+    configuration: `workers` is the server's own (labkit.info.workers) unless the server runs
+    one process whatever it says. `base` goes to labkit.info.base (server_name=, graceful_s=)."""
+    workers = infos.workers(base.get("server_name")) if workers is None else workers
     capacity = {
         "hello": None,
         "sync": workers * worker.sync_threads,  # `def` handlers: the thread pool, per worker

@@ -1,6 +1,7 @@
 """The parts of /info every Python target shares, found from the live process: what server runs
-it (and its version), how long that server lets requests finish after SIGTERM, the CPUs.
-The capacity table itself comes from the worker model (labkit.eventloop, labkit.threaded)."""
+it (and its version), how long that server lets requests finish after SIGTERM, how many worker
+processes it runs, the CPUs. The capacity table itself comes from the worker model
+(labkit.eventloop, labkit.threaded)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from lab.contract import load
 from labkit import knobs
 
 # Servers found by the modules they load. gunicorn first: its uvicorn worker loads uvicorn too.
-SERVERS = ("gunicorn", "uvicorn", "hypercorn", "granian")
+SERVERS = ("gunicorn", "granian", "uvicorn", "hypercorn")
 # Each server's graceful-shutdown flag and its own default when the flag is absent
 # (uvicorn: None, it waits for every request to finish however long that takes).
 GRACEFUL_FLAGS: dict[str, tuple[str, float | None]] = {
@@ -36,7 +37,12 @@ def server() -> tuple[str, str]:
 
 def graceful_timeout_s(server_name: str, argv: list[str] | None = None) -> float | None:
     """The server's graceful timeout as its command line sets it (workers spawned by uvicorn
-    and hypercorn get the parent's argv too), else the server's own default."""
+    and hypercorn get the parent's argv too), else the server's own default. granian's is
+    --workers-kill-timeout, read by its own parser (labkit.granian)."""
+    if server_name == "granian":
+        from labkit import granian
+
+        return granian.options(argv).workers_kill_timeout
     flag, default = GRACEFUL_FLAGS.get(server_name, ("", None))
     args = sys.argv[1:] if argv is None else argv
     for i, arg in enumerate(args):
@@ -45,6 +51,26 @@ def graceful_timeout_s(server_name: str, argv: list[str] | None = None) -> float
         if flag and arg.startswith(flag + "="):
             return float(arg.split("=", 1)[1])
     return default
+
+
+def workers(server_name: str | None = None) -> int:
+    """Worker processes serving requests: what the server was told where the kit can read its
+    options (granian's --workers), else WORKERS, which the manifests pass on as --workers."""
+    if (server_name or server()[0]) == "granian":
+        from labkit import granian
+
+        return granian.options().workers
+    return knobs.workers()
+
+
+def server_options(server_name: str) -> dict[str, Any] | None:
+    """The server's own concurrency options, for servers that have more than workers and
+    threads (granian: blocking and runtime threads, backpressure, runtime mode, loop)."""
+    if server_name == "granian":
+        from labkit import granian
+
+        return granian.options().as_info()
+    return None
 
 
 def base(
@@ -69,6 +95,7 @@ def base(
         "language_version": platform.python_version(),
         "cpus": knobs.cpus(),
         "graceful_timeout_s": graceful,
+        **({"server_options": opts} if (opts := server_options(name)) else {}),
     }
 
 

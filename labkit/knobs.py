@@ -3,8 +3,11 @@
 One rule for every target, so that no target is tuned while others stay at defaults:
 - WORKERS: server processes; default one per CPU this process may run on.
 - THREADS: threads per worker that run synchronous handlers (gunicorn gthread threads,
-  anyio's thread limiter for Starlette/FastAPI, the default executor for Quart);
-  unset means the framework's own default, which /info reports as it finds it.
+  granian's WSGI --blocking-threads, anyio's thread limiter for Starlette/FastAPI, the default
+  executor for Quart); unset means the framework's own default, which /info reports as it
+  finds it. The manifests pass it on to the servers' flags ({threads}).
+- GRANIAN_RUNTIME_THREADS (granian only) is granian's own variable: granian reads it, and
+  labkit.granian reports it.
 - EXECUTOR_THREADS: asyncio's default executor (used by /executor); default Python's own
   rule, min(32, os.cpu_count() + 4).
 - POOL_PROCESSES: processes per worker in the /cpu-pool process pool; default CPUs.

@@ -3,6 +3,7 @@ one worker process holds, made when it starts (gunicorn's post_worker_init, or a
 server's run) and released when it stops, and its /info.
 
     worker = start(workers=..., threads=...)   # in the worker's main thread
+    worker = start_granian()                   # the same, from granian's options
     endpoints.upstream_sync(worker.client, worker.fan_out, ms, n, rid)
     info(framework, worker)
     stop(worker)
@@ -57,6 +58,20 @@ def start(workers: int, threads: int | None, graceful_s: float | None = None) ->
         fan_out=ThreadPoolExecutor(FAN_OUT_THREADS, thread_name_prefix="fan-out"),
         graceful_s=graceful_s,
     )
+
+
+def start_granian() -> Worker:
+    """start() with the options of the granian server running this worker (labkit.granian): its
+    workers, the Python threads a WSGI worker runs requests in, its kill timeout. Call it from
+    granian's --factory target, which each worker calls in its main thread as it starts."""
+    from labkit import granian
+
+    served = granian.options()
+    if served.interface != "wsgi":
+        raise RuntimeError(
+            f"a thread-per-request app runs on granian --interface wsgi, not {served.interface}"
+        )
+    return start(served.workers, served.wsgi_threads, served.workers_kill_timeout)
 
 
 def stop(worker: Worker, wait_for_pool: bool = True) -> None:

@@ -4,8 +4,9 @@ request. Views parse their query with labkit.params (400 through an error handle
 endpoints' work is labkit's.
 
 Per-worker resources (process pool, HTTP client, fan-out threads) are made when a worker
-starts, never at import: gunicorn's hooks in gunicorn.conf.py call start()/stop(), and the
-dev server (`python app.py`) calls them around app.run."""
+starts, never at import: gunicorn's hooks in gunicorn.conf.py call start()/stop(), granian
+calls the factory granian_app(), and the dev server (`python app.py`) calls them around
+app.run."""
 
 from __future__ import annotations
 
@@ -35,9 +36,17 @@ def stop(wait_for_pool: bool = True) -> None:
         threaded.stop(worker, wait_for_pool)
 
 
+def granian_app() -> Flask:
+    """granian's --factory target: each granian worker calls it in its main thread as it
+    starts (for granian what gunicorn.conf.py's post_worker_init is for gunicorn). The
+    worker's resources end with its process: granian has no worker-exit hook for WSGI."""
+    app.extensions["lab"] = threaded.start_granian()
+    return app
+
+
 def worker() -> threaded.Worker:
     if "lab" not in app.extensions:
-        raise RuntimeError("worker not started: run under gunicorn -c gunicorn.conf.py")
+        raise RuntimeError("worker not started: run gunicorn -c gunicorn.conf.py, or granian_app")
     return app.extensions["lab"]  # type: ignore[no-any-return]
 
 
