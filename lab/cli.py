@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lab import loadgen, scaffold, server
+from lab import interpreters, loadgen, scaffold, server
 from lab.contract import load
 from lab.matrix import Matrix, MatrixError, expand, load_matrix, names, parse_duration
 from lab.results import RESULTS_DIR, RunDir, resolve
@@ -63,6 +63,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     target = find(args.target)
     profile = target.profile(args.profile)
+    python = os.environ.get("PYTHON", "") if target.language == "python" else ""
+    env = interpreters.find(python) if python else None  # PYTHON=3.13 just serve ...
     host = os.environ.get("HOST", server.HOST)
     port = _port(os.environ.get("PORT", "8000"), "PORT")
     upstream_url = os.environ.get("UPSTREAM_URL", "")
@@ -77,13 +79,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         upstream.start()
         upstream_url = upstream.url
     app = server.target_server(
-        target, profile.name, port=port, host=host, upstream_url=upstream_url
+        target,
+        profile.name,
+        port=port,
+        host=host,
+        upstream_url=upstream_url,
+        bin_dir=env.bin_dir if env else None,
     )
     # SIGTERM ends us like Ctrl-C does, so both paths stop the servers in order.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     try:
         app.start(show_output=True)
-        print(f"{target.name}/{profile.name} on {app.url} (upstream {upstream_url}); Ctrl-C stops")
+        py = f", Python {env.version}" if env else ""
+        print(
+            f"{target.name}/{profile.name} on {app.url}{py} (upstream {upstream_url}); Ctrl-C stops"
+        )
         app.proc.wait()  # type: ignore[union-attr]
         print(f"{target.name} exited with {app.proc.returncode}", file=sys.stderr)  # type: ignore[union-attr]
         return 1
@@ -175,6 +185,8 @@ def _matrix(args: argparse.Namespace, all_targets: bool) -> Matrix:
             setattr(matrix, field, getattr(args, field))
     if args.rate is not None:
         matrix.rates = list(args.rate)
+    if args.python:
+        matrix.python = interpreters.parse_labels(args.python)
     for name in ("ms", "n"):
         value = getattr(args, name)
         if value is not None:  # the command line wins over the matrix's per-endpoint tables
@@ -225,6 +237,7 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
         run.write_meta(meta)
         options = Options(**meta["options"])
         cells, done = resume_cells(run)
+        interpreters.check_cells(cells)
         runner = Runner(run, options)
         runner.servers = meta.get("servers", {})
     else:
@@ -232,6 +245,9 @@ def cmd_bench(args: argparse.Namespace, all_targets: bool = False) -> int:
         if args.port and not args.url and server.port_in_use(args.port):
             raise UsageError(f"port {args.port} is already in use")
         matrix = _matrix(args, all_targets)
+        if info is not None and matrix.python:
+            raise UsageError("--python does not apply to --url (the server runs already)")
+        interpreters.check_matrix(matrix)  # unknown interpreter: one line before anything runs
         seed = random.randrange(2**31)
         cells = expand(matrix, _targets_for(matrix, info), seed=seed)
         options = Options(url=args.url, port=args.port, pin=not args.no_pin)
@@ -320,6 +336,12 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         "--canary-rate", type=_non_negative, help="canary /hello requests per second (0: off)"
     )
     p.add_argument("--no-pin", action="store_true", help="do not pin server and k6 to CPUs")
+    p.add_argument(
+        "--python",
+        metavar="X[,Y…]",
+        help="run Python targets on each of these interpreters, e.g. 3.11,3.13 "
+        "(set up by `just setup`; `python -m lab.interpreters` lists them)",
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -345,7 +367,8 @@ def parser() -> argparse.ArgumentParser:
         description="Run one target (and the upstream service) in the foreground on "
         "$HOST:$PORT (default 127.0.0.1:8000; upstream on $UPSTREAM_PORT, default 8001, "
         "unless $UPSTREAM_URL is set). Knobs: WORKERS, THREADS, EXECUTOR_THREADS, "
-        "POOL_PROCESSES.",
+        "POOL_PROCESSES. PYTHON=3.13 serves a Python target on that interpreter "
+        "(`python -m lab.interpreters` lists the ones set up).",
     )
     p.add_argument("target", help="target name (folder name, or an alias such as 'go')")
     p.add_argument("profile", nargs="?", help="server profile (default: the target's default)")

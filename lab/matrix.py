@@ -40,12 +40,18 @@ class Cell:
     rate: int | None
     duration: str
     repeat: int
+    python: str = ""  # interpreter label (lab.interpreters); "" = the default environment
+
+    @property
+    def series(self) -> str:
+        """target/profile, and the interpreter when the cell names one: fastapi/uvicorn+py3.13."""
+        return f"{self.target}/{self.profile}{python_suffix(self.python)}"
 
     @property
     def id(self) -> str:
         params = ",".join(f"{k}={v}" for k, v in self.params)
         load_ = f"rate={self.rate},vus={self.vus}" if self.rate else f"vus={self.vus}"
-        return f"{self.target}/{self.profile}/{self.endpoint}?{params}@{load_}#{self.repeat}"
+        return f"{self.series}/{self.endpoint}?{params}@{load_}#{self.repeat}"
 
     @property
     def duration_s(self) -> float:
@@ -62,6 +68,16 @@ class Cell:
         return cls(**{**data, "params": tuple(data["params"].items())})
 
 
+def python_suffix(label: str) -> str:
+    return f"+py{label}" if label else ""
+
+
+def python_of(cell_id: str) -> str:
+    """The interpreter label in a cell id ("" when it names none)."""
+    series = "/".join(cell_id.split("/", 2)[:2])
+    return series.rsplit("+py", 1)[1] if "+py" in series else ""
+
+
 @dataclass
 class Matrix:
     name: str
@@ -74,6 +90,8 @@ class Matrix:
     duration: str = "10s"
     repeat: int = 1
     params: dict[str, Any] = field(default_factory=dict)  # {"ms": 100, "cpu": {"n": ...}}
+    # Interpreter labels for Python targets (["3.11", "3.13"]); empty = the default environment.
+    python: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,6 +107,8 @@ def load_matrix(name: str) -> Matrix:
         raise UnknownChoice("matrix", name, names())
     data = tomllib.loads(path.read_text())
     rate = data.pop("rate", None)
+    if isinstance(data.get("python"), str):
+        data["python"] = [data["python"]]
     matrix = Matrix(name=name, **data)
     if rate is not None:
         matrix.rates = rate if isinstance(rate, list) else [rate]
@@ -143,29 +163,37 @@ def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -
     if any(r is not None and r < 1 for r in matrix.rates):
         raise MatrixError("rate must be at least 1")
     parse_duration(matrix.duration)
+    if not isinstance(matrix.python, list) or not all(isinstance(p, str) for p in matrix.python):
+        raise MatrixError('python must be a list of strings, e.g. python = ["3.11", "3.13"]')
     base: list[Cell] = []
     for target in chosen:
         if matrix.profiles == "default":
             profiles = [target.default_profile]
         else:
             profiles = _pick(f"{target.name} profile", matrix.profiles, list(target.profiles))
+        # Only Python targets have the interpreter axis; a Go cell runs once.
+        pythons = (matrix.python or [""]) if target.language == "python" else [""]
         for profile in profiles:
             for endpoint in endpoints:
                 params = _params(endpoint, matrix, contract)
                 for vus in matrix.vus:
                     for rate in matrix.rates:
-                        base.append(
-                            Cell(
-                                target.name,
-                                profile,
-                                endpoint,
-                                params,
-                                vus,
-                                rate,
-                                matrix.duration,
-                                1,
+                        # Interpreters innermost: the cells they are compared in run back to
+                        # back, on the same machine state.
+                        for python in pythons:
+                            base.append(
+                                Cell(
+                                    target.name,
+                                    profile,
+                                    endpoint,
+                                    params,
+                                    vus,
+                                    rate,
+                                    matrix.duration,
+                                    1,
+                                    python,
+                                )
                             )
-                        )
     if matrix.repeat == 1:
         return base
     # Each repetition is a shuffled round of every cell, so repeats of one cell are spread

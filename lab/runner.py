@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lab import loadgen, model, probe, server
+from lab import interpreters, loadgen, model, probe, server
 from lab.contract import load
 from lab.matrix import Cell
 from lab.progress import Progress, clock
@@ -132,14 +132,18 @@ class Runner:
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         stem = (
-            f"{index:04d}-{cell.target}-{cell.profile}-{cell.endpoint}-v{cell.vus}-r{cell.repeat}"
+            f"{index:04d}-{cell.target}-{cell.profile}{cell.python and '-py' + cell.python}"
+            f"-{cell.endpoint}-v{cell.vus}-r{cell.repeat}"
         )
         proc: server.ServerProcess | None = None
         k6run: loadgen.K6Run | None = None
+        env: interpreters.Interpreter | None = None
         try:
             if self.options.url:
                 base = self.options.url.rstrip("/")
             else:
+                env = interpreter(cell)
+                row.update(interpreters.row_fields({}, env))
                 upstream_url = self._upstream_url() if endpoint.kind == "upstream" else ""
                 proc = server.target_server(
                     find(cell.target),
@@ -148,6 +152,7 @@ class Runner:
                     cpus=self.server_cpus,
                     upstream_url=upstream_url or "http://127.0.0.1:9",
                     log=self.run.logs / f"{stem}-server.log",
+                    bin_dir=env.bin_dir if env and cell.python else None,
                 )
                 started = time.monotonic()
                 proc.start(self.options.health_timeout)
@@ -155,7 +160,8 @@ class Runner:
                 base = proc.url
             status, info = server.get_json(f"{base}/info")
             info = info if status == 200 and isinstance(info, dict) else {}
-            self.servers.setdefault(f"{cell.target}/{cell.profile}", info)
+            self.servers.setdefault(cell.series, info)
+            row.update(interpreters.row_fields(info, env))
             row.update(
                 workers=info.get("workers"),
                 threads=info.get("threads"),
@@ -264,6 +270,14 @@ class CellError(RuntimeError):
     """The cell could not be measured; the message says why."""
 
 
+def interpreter(cell: Cell) -> interpreters.Interpreter | None:
+    """The environment a local cell's server runs on (None for a Go cell)."""
+    try:
+        return interpreters.for_cell(cell)
+    except interpreters.Unavailable as exc:  # removed since the run was planned
+        raise CellError(str(exc)) from None
+
+
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -362,6 +376,7 @@ def start_run(
         "cpus": {"server": runner.server_cpus, "k6": runner.k6_cpus},
         **provenance(loadgen.binary()),
         "servers": {},
+        "interpreters": interpreters.used(cells, local=not options.url),
         "cells": [c.to_json() for c in cells],
     }
     run.write_meta(meta)
