@@ -118,14 +118,15 @@ def available() -> tuple[Interpreter, ...]:
     found = [i for i in [_from_env(DEFAULT_ENV, True)] if i]
     others = [_from_env(p, False) for p in sorted(ENVS_DIR.glob("*")) if p.is_dir()]
     labels = {i.label for i in found}
-    for i in sorted((i for i in others if i), key=lambda i: _version_key(i.label)):
+    for i in sorted((i for i in others if i), key=lambda i: version_key(i.label)):
         if i.label not in labels:  # .venvs/3.11 beside a 3.11 .venv: the default wins
             found.append(i)
             labels.add(i.label)
     return tuple(found)
 
 
-def _version_key(label: str) -> tuple[int, ...]:
+def version_key(label: str) -> tuple[int, ...]:
+    """Sorts labels by version, a free-threaded build after its plain one: 3.9 < 3.13 < 3.13t."""
     parts = label.rstrip("t").split(".")
     return (*(int(p) for p in parts if p.isdigit()), label.endswith("t"))
 
@@ -270,8 +271,10 @@ def sync(label: str, exe: str) -> str | None:
     last lines, or None when it worked."""
     env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(ENVS_DIR / label)}
     env["UV_PYTHON_DOWNLOADS"] = "never"
+    pinned = ROOT / ".tools" / "uv" / "bin" / "uv"  # the uv `just setup` pins, else PATH's
+    uv = str(pinned) if pinned.is_file() else "uv"
     done = subprocess.run(
-        ["uv", "sync", "--frozen", "--quiet", "--python", exe],
+        [uv, "sync", "--frozen", "--quiet", "--python", exe],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from typing import Any
 
 from lab import charts
 from lab.compare import ASSUMED_CV, NOISE_SIGMAS
-from lab.interpreters import how_to_get
+from lab.interpreters import how_to_get, version_key
 from lab.matrix import python_of, python_suffix
 from lab.report.figures import Chart, ChartWriter
 from lab.report.format import plain
@@ -76,10 +75,6 @@ class Interpreters:
         return self.labels[0] if self.labels else ""
 
 
-def _version_key(label: str) -> tuple[Any, ...]:
-    return (*(int(p) for p in label.rstrip("t").split(".") if p.isdigit()), label.endswith("t"))
-
-
 def _csv_interpreters(run: Run) -> dict[str, tuple[str, str, str]]:
     """cell id -> (python, python_impl, gil) as the rows recorded them (older runs: none)."""
     path = run.path / "results.csv"
@@ -137,7 +132,7 @@ def _used(run: Run) -> list[Interpreter]:
                 n = sum(f"{r.target}/{r.profile}" == key for r in run.rows)
                 seen.setdefault(_label(version, False), []).extend([facts] * n)
     out = []
-    for label in sorted(seen, key=_version_key):
+    for label in sorted(seen, key=version_key):
         facts, meta = seen[label], known.get(label, {})
         versions = sorted({f[0] for f in facts if f[0]}) or [str(meta.get("version", "?"))]
         impls = sorted({f[1] for f in facts if f[1]}) or [str(meta.get("implementation", "?"))]
