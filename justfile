@@ -29,6 +29,9 @@ setup:
         python3 -m pip install --quiet --disable-pip-version-check --target .tools/uv "uv=={{uv_version}}"
     fi
     uv sync --frozen --quiet
+    # One more environment per interpreter found (.venvs/3.12, ...), from the same uv.lock;
+    # names the versions it did not find. Missing ones are no failure.
+    {{python}} -m lab.interpreters setup
     {{python}} -m lab build
     if ! .tools/bin/k6 version 2>/dev/null | grep -q "k6 {{k6_version}} "; then
         echo "installing k6 {{k6_version}} into .tools/bin (about 1.5 min)"
@@ -55,11 +58,17 @@ _ready:
 targets: _ready
     @{{python}} -m lab targets
 
-# Run one target in the foreground on 127.0.0.1:$PORT (default 8000), with the upstream on 8001.
+# Run one target in the foreground on 127.0.0.1:$PORT (default 8000), with the upstream on 8001;
+# PYTHON=3.13 serves a Python target on that interpreter.
 [no-exit-message]
 [group('lab')]
 serve target profile="": _ready
     @{{python}} -m lab serve "$@"
+
+# List the Python interpreters set up (`just setup` makes an environment for each one found).
+[group('lab')]
+pythons: _ready
+    @{{python}} -m lab.interpreters
 
 # Create python/NAME/ from an existing kit target, e.g. `just new-target mine --like starlette`.
 [no-exit-message]

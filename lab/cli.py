@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from lab import children, docs, interrupt, loadgen, runlock, scaffold, server
+from lab import children, docs, interpreters, interrupt, loadgen, runlock, scaffold, server
 from lab.contract import load
 from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, names, parse_duration
 from lab.results import RESULTS_DIR, RunDir, mark_if_died, resolve
@@ -73,6 +73,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     target = find(args.target)
     profile = target.profile(args.profile)
+    python = os.environ.get("PYTHON", "") if target.language == "python" else ""
+    env = interpreters.find(python) if python else None  # PYTHON=3.13 just serve ...
     host = os.environ.get("HOST", server.HOST)
     port = _port(os.environ.get("PORT", "8000"), "PORT")
     upstream_url = os.environ.get("UPSTREAM_URL", "")
@@ -87,13 +89,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         upstream.start()
         upstream_url = upstream.url
     app = server.target_server(
-        target, profile.name, port=port, host=host, upstream_url=upstream_url
+        target,
+        profile.name,
+        port=port,
+        host=host,
+        upstream_url=upstream_url,
+        bin_dir=env.bin_dir if env else None,
     )
     # SIGTERM ends us like Ctrl-C does, so both paths stop the servers in order.
     with interrupt.handling():
         try:
             app.start(show_output=True)
-            where = f"{app.url} (upstream {upstream_url})"
+            py = f", Python {env.version}" if env else ""
+            where = f"{app.url}{py} (upstream {upstream_url})"
             print(f"{target.name}/{profile.name} on {where}; Ctrl-C stops")
             while app.alive():  # polled, not Popen.wait(): see lab/interrupt.py
                 time.sleep(0.2)
@@ -197,6 +205,8 @@ def _matrix(args: argparse.Namespace, all_targets: bool) -> Matrix:
             setattr(matrix, field, getattr(args, field))
     if args.rate is not None:
         matrix.rates = list(args.rate)
+    if args.python:
+        matrix.python = interpreters.parse_labels(args.python)
     for name in ("ms", "n"):
         value = getattr(args, name)
         if value is not None:  # the command line wins over the matrix's per-endpoint tables
@@ -246,7 +256,7 @@ def _apply_env(env: dict[str, str]) -> None:
 # Options that describe a new run: --resume takes the run's own and refuses these.
 NEW_RUN_OPTIONS = (
     "profile", "vus", "duration", "ms", "n", "rate", "matrix", "repeat", "url", "port",
-    "canary_rate",
+    "canary_rate", "python",
 )  # fmt: skip
 NEW_RUN_FLAGS = ("no_pin", "allow_remote")
 
@@ -325,12 +335,16 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) 
         options = Options(**meta["options"])
         cells = [Cell.from_json(c) for c in meta["cells"]]
         _apply_env((meta.get("matrix") or {}).get("env") or {})
+        interpreters.check_cells(cells)
     else:
         info = _check_url(args.url, args.allow_remote) if args.url else None
         if args.port and not args.url and server.port_in_use(args.port):
             raise UsageError(f"port {args.port} is already in use")
         matrix = _matrix(args, all_targets)
         _apply_env(matrix.env)
+        if info is not None and matrix.python:
+            raise UsageError("--python does not apply to --url (the server runs already)")
+        interpreters.check_matrix(matrix)  # unknown interpreter: one line before anything runs
         seed = random.randrange(2**31)
         cells = expand(matrix, _targets_for(matrix, info), seed=seed)
         _check_params_apply(args, {c.endpoint for c in cells})
@@ -552,6 +566,12 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run even if another run is using this machine (both measurements suffer)",
     )
+    p.add_argument(
+        "--python",
+        metavar="X[,Y…]",
+        help="run Python targets on each of these interpreters, e.g. 3.11,3.13 "
+        "(set up by `just setup`; `python -m lab.interpreters` lists them)",
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -577,7 +597,8 @@ def parser() -> argparse.ArgumentParser:
         description="Run one target (and the upstream service) in the foreground on "
         "$HOST:$PORT (default 127.0.0.1:8000; upstream on $UPSTREAM_PORT, default 8001, "
         "unless $UPSTREAM_URL is set). Knobs: WORKERS, THREADS, EXECUTOR_THREADS, "
-        "POOL_PROCESSES.",
+        "POOL_PROCESSES. PYTHON=3.13 serves a Python target on that interpreter "
+        "(`python -m lab.interpreters` lists the ones set up).",
     )
     p.add_argument("target", help="target name (folder name, or an alias such as 'go')")
     p.add_argument("profile", nargs="?", help="server profile (default: the target's default)")

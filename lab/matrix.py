@@ -42,6 +42,12 @@ class Cell:
     duration: str
     repeat: int
     iterations: int | None = None  # requests per VU (k6 per-vu-iterations); None: duration
+    python: str = ""  # interpreter label (lab.interpreters); "" = the default environment
+
+    @property
+    def series(self) -> str:
+        """target/profile, and the interpreter when the cell names one: fastapi/uvicorn+py3.13."""
+        return f"{self.target}/{self.profile}{python_suffix(self.python)}"
 
     @property
     def id(self) -> str:
@@ -49,7 +55,7 @@ class Cell:
         load_ = f"rate={self.rate},vus={self.vus}" if self.rate else f"vus={self.vus}"
         if self.iterations:
             load_ += f",iterations={self.iterations}"
-        return f"{self.target}/{self.profile}/{self.endpoint}?{params}@{load_}#{self.repeat}"
+        return f"{self.series}/{self.endpoint}?{params}@{load_}#{self.repeat}"
 
     @property
     def duration_s(self) -> float:
@@ -75,6 +81,16 @@ class Cell:
         return cls(**{**data, "params": tuple(data["params"].items())})
 
 
+def python_suffix(label: str) -> str:
+    return f"+py{label}" if label else ""
+
+
+def python_of(cell_id: str) -> str:
+    """The interpreter label in a cell id ("" when it names none)."""
+    series = "/".join(cell_id.split("/", 2)[:2])
+    return series.rsplit("+py", 1)[1] if "+py" in series else ""
+
+
 @dataclass
 class Matrix:
     name: str
@@ -92,6 +108,8 @@ class Matrix:
     cells: list[dict[str, Any]] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # knobs for every server, e.g. WORKERS
     post: dict[str, Any] = field(default_factory=dict)  # the published post and its claims
+    # Interpreter labels for Python targets (["3.11", "3.13"]); empty = the default environment.
+    python: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -135,6 +153,7 @@ _KEYS = {
     "cells": "a list of [[cells]] tables (a post's explicit cells)",
     "env": "a table of knobs such as {WORKERS = 4}",
     "post": "a table: the post's citation and its claims (see lab/published.py)",
+    "python": "an interpreter label such as '3.13' or a list of them",
 }
 
 
@@ -219,6 +238,11 @@ def from_toml(name: str, data: dict[str, Any], where: str = "matrix") -> Matrix:
         raise bad("env")
     if "post" in data and not isinstance(data["post"], dict):
         raise bad("post")
+    if "python" in data:
+        if isinstance(data["python"], str):
+            data = {**data, "python": [data["python"]]}
+        if not _names(data["python"]):
+            raise bad("python")
     fields = {k: v for k, v in data.items() if k != "rate"}
     if "vus" in fields:
         fields["vus"] = _ints(fields["vus"])
@@ -311,29 +335,37 @@ def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -
     if any(r is not None and r < 1 for r in matrix.rates):
         raise MatrixError("rate must be at least 1")
     parse_duration(matrix.duration)
+    if not isinstance(matrix.python, list) or not all(isinstance(p, str) for p in matrix.python):
+        raise MatrixError('python must be a list of strings, e.g. python = ["3.11", "3.13"]')
     base: list[Cell] = []
     for target in chosen:
         if matrix.profiles == "default":
             profiles = [target.default_profile]
         else:
             profiles = _pick(f"{target.name} profile", matrix.profiles, list(target.profiles))
+        # Only Python targets have the interpreter axis; a Go cell runs once.
+        pythons = (matrix.python or [""]) if target.language == "python" else [""]
         for profile in profiles:
             for endpoint in endpoints:
                 params = _params(endpoint, matrix, contract)
                 for vus in matrix.vus:
                     for rate in matrix.rates:
-                        base.append(
-                            Cell(
-                                target.name,
-                                profile,
-                                endpoint,
-                                params,
-                                vus,
-                                rate,
-                                matrix.duration,
-                                1,
+                        # Interpreters innermost: the cells they are compared in run back to
+                        # back, on the same machine state.
+                        for python in pythons:
+                            base.append(
+                                Cell(
+                                    target.name,
+                                    profile,
+                                    endpoint,
+                                    params,
+                                    vus,
+                                    rate,
+                                    matrix.duration,
+                                    1,
+                                    python,
+                                )
                             )
-                        )
     if matrix.repeat == 1:
         return base
     # Each repetition is a shuffled round of every cell, so repeats of one cell are spread

@@ -21,7 +21,7 @@ RESULTS_DIR = ROOT / "results"
 
 COLUMNS = [
     "run_id", "cell", "target", "profile", "endpoint", "ms", "n", "vus", "rate",
-    "duration_s", "repeat", "status", "error",
+    "duration_s", "repeat", "python", "python_impl", "gil", "status", "error",
     "requests", "rps", "failed_requests", "failed_rate", "failures", "dropped",
     "lat_avg_ms", "lat_p50_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms",
     "canary_p50_ms", "canary_p99_ms",

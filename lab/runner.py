@@ -19,7 +19,7 @@ from typing import Any
 
 import psutil
 
-from lab import children, interrupt, loadgen, model, probe, results, server
+from lab import children, interpreters, interrupt, loadgen, model, probe, results, server
 from lab.contract import load
 from lab.matrix import Cell
 from lab.progress import Progress, clock
@@ -146,10 +146,13 @@ class Runner:
         proc: server.ServerProcess | None = None
         k6run: loadgen.K6Run | None = None
         sampler: Sampler | None = None
+        env: interpreters.Interpreter | None = None
         try:
             if self.options.url:
                 base = self.options.url.rstrip("/")
             else:
+                env = interpreter(cell)
+                row.update(interpreters.row_fields({}, env))
                 upstream_url = self._upstream_url() if endpoint.kind == "upstream" else ""
                 proc = server.target_server(
                     find(cell.target),
@@ -158,6 +161,7 @@ class Runner:
                     cpus=self.server_cpus,
                     upstream_url=upstream_url or "http://127.0.0.1:9",
                     log=self.run.logs / f"{stem}-server.log",
+                    bin_dir=env.bin_dir if env and cell.python else None,
                 )
                 started = time.monotonic()
                 proc.start(self.options.health_timeout)
@@ -165,7 +169,8 @@ class Runner:
                 base = proc.url
             status, info = server.get_json(f"{base}/info")
             info = info if status == 200 and isinstance(info, dict) else {}
-            self.servers.setdefault(f"{cell.target}/{cell.profile}", info)
+            self.servers.setdefault(cell.series, info)
+            row.update(interpreters.row_fields(info, env))
             row.update(
                 workers=info.get("workers"),
                 threads=info.get("threads"),
@@ -259,7 +264,8 @@ class Runner:
 
     def _stem(self, cell: Cell, index: int) -> str:
         """File names of a cell's logs and summary; a retried cell does not overwrite."""
-        stem = f"{index:04d}-{cell.target}-{cell.profile}-{cell.endpoint}"
+        py = f"-py{cell.python}" if cell.python else ""
+        stem = f"{index:04d}-{cell.target}-{cell.profile}{py}-{cell.endpoint}"
         stem += f"-v{cell.vus}-r{cell.repeat}"
         attempt, unique = 1, stem
         while (self.run.logs / f"{unique}-k6.log").exists() or (
@@ -335,6 +341,14 @@ def _explain(exc: BaseException, path: Path) -> str:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return f"the results disk is full ({exc.strerror}: {exc.filename or path})"
     return str(exc)
+
+
+def interpreter(cell: Cell) -> interpreters.Interpreter | None:
+    """The environment a local cell's server runs on (None for a Go cell)."""
+    try:
+        return interpreters.for_cell(cell)
+    except interpreters.Unavailable as exc:  # removed since the run was planned
+        raise CellError(str(exc)) from None
 
 
 def _cpus(cpus: list[int] | None) -> str:
@@ -432,6 +446,7 @@ def start_run(
         "cpus": {"server": runner.server_cpus, "k6": runner.k6_cpus},
         **provenance(loadgen.binary()),
         "servers": {},
+        "interpreters": interpreters.used(cells, local=not options.url),
         "cells": [c.to_json() for c in cells],
     }
     run.write_meta(meta)

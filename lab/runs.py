@@ -15,6 +15,7 @@ from typing import Any
 
 from lab import model
 from lab.contract import load as load_contract
+from lab.matrix import python_of, python_suffix
 
 # Repeats of one cell whose throughput varies more than this (coefficient of variation: the
 # sample standard deviation of their rps over its mean) are flagged noisy. Back-to-back runs on
@@ -125,7 +126,9 @@ class Group:
 
     @property
     def series(self) -> str:
-        return f"{self.first.target}/{self.first.profile}"
+        """target/profile, with the interpreter when the cell names one (+py3.13)."""
+        python = python_suffix(python_of(self.first.cell))
+        return f"{self.first.target}/{self.first.profile}{python}"
 
     @property
     def load(self) -> tuple[int, int]:

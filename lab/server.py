@@ -270,12 +270,14 @@ def target_env(
     workers: int,
     upstream_url: str,
     overrides: dict[str, str],
+    bin_dir: Path | None = None,
 ) -> dict[str, str]:
     """The environment a target starts with: the profile's defaults, then the caller's own
-    environment (so WORKERS=3 on the command line wins), then the lab's fixed variables."""
+    environment (so WORKERS=3 on the command line wins), then the lab's fixed variables.
+    bin_dir: another interpreter's environment (lab.interpreters) instead of the lab's own."""
     env = {**target.profile(profile).env, **os.environ, **overrides}
     env.update(
-        PATH=f"{_bin_dir()}{os.pathsep}{os.environ.get('PATH', '')}",
+        PATH=f"{bin_dir or _bin_dir()}{os.pathsep}{os.environ.get('PATH', '')}",
         HOST=host,
         PORT=str(port),
         WORKERS=str(workers),
@@ -298,13 +300,15 @@ def target_server(
     cpus: list[int] | None = None,
     env: dict[str, str] | None = None,
     log: Path | None = None,
+    bin_dir: Path | None = None,
 ) -> ServerProcess:
-    """A target's server, ready to start: built, command filled in from its manifest."""
+    """A target's server, ready to start: built, command filled in from its manifest.
+    bin_dir: the bin folder of the Python environment to serve on (default: the lab's)."""
     prof = target.profile(profile)
     port = port or free_port(host)
     base = {**os.environ, **(env or {})}
     workers = int(base.get("WORKERS") or (len(cpus) if cpus else knobs.cpus()))
-    full_env = target_env(target, prof.name, port, host, workers, upstream_url, env or {})
+    full_env = target_env(target, prof.name, port, host, workers, upstream_url, env or {}, bin_dir)
     values = {
         "host": host,
         "port": str(port),

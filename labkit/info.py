@@ -93,10 +93,20 @@ def base(
         "server_version": server_version,
         "language": "python",
         "language_version": platform.python_version(),
+        "python_implementation": sys.implementation.name,
+        "gil_enabled": gil_enabled(),
         "cpus": knobs.cpus(),
         "graceful_timeout_s": graceful,
         **({"server_options": opts} if (opts := server_options(name)) else {}),
     }
+
+
+def gil_enabled() -> bool:
+    """Whether this process runs with the GIL: sys._is_gil_enabled() where it exists (3.13+;
+    a free-threaded build turns the GIL back on for an extension not declared safe), else
+    True (every older CPython has it)."""
+    probe = getattr(sys, "_is_gil_enabled", None)
+    return bool(probe()) if probe else True
 
 
 def check_capacity(capacity: dict[str, int | None]) -> dict[str, int | None]:

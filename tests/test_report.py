@@ -20,7 +20,7 @@ from lab import report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report-run"
 SECTIONS = ["model", "headline", "throughput", "latency", "efficiency", "sweeps", "canary",
-            "repeats", "errors", "timelines", "provenance"]  # fmt: skip
+            "interpreters", "repeats", "errors", "timelines", "provenance"]  # fmt: skip
 # The charts the fixture yields: 2 load levels (1 and 10 VUs) x throughput, latency,
 # efficiency and canary; sweeps for /sync (gin) and /async (gin, fastapi); one timeline.
 CHARTS = {

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.report import published, sections
+from lab.report import interpreters, published, sections
 from lab.report.figures import ChartWriter
 from lab.report.html import SCRIPT, render
 from lab.report.summary import summary_md
@@ -61,6 +61,7 @@ SECTIONS = [
     Section("efficiency", sections.efficiency),
     Section("sweeps", sections.sweeps),
     Section("canary", sections.canary),
+    Section("interpreters", interpreters.interpreters),
     Section("repeats", sections.repeats),
     Section("errors", sections.errors),
     Section("timelines", sections.timelines),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lab import model
 from lab.report.format import plain
+from lab.report.interpreters import interpreters_md
 from lab.report.published import markdown as claims_md
 from lab.runs import Run
 
@@ -37,5 +38,6 @@ def summary_md(run: Run) -> str:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     if not run.groups:
         lines.append("\n(no cell has been measured yet)")
+    lines.extend(interpreters_md(run))
     claims = claims_md(run)
     return "\n".join(lines) + "\n" + (f"\n{claims}" if claims else "")
