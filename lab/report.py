@@ -22,6 +22,7 @@ VERDICT_CLASS = {
     "above model": "above",
     "loadgen-bound": "loadgen",
     "no model": "nomodel",
+    "censored": "loadgen",
     "error": "error",
 }
 
@@ -173,46 +174,40 @@ def header(run: Run) -> str:
 <h2>How to read the model</h2>
 <p>Every cell is one fresh server under one load from k6: <i>N</i> virtual users (VUs), each
 sending its next request as soon as the last one answered (a closed model), or a fixed
-arrival rate (open model). For each cell the lab predicts the throughput from
-<b>Little's law</b>: requests in flight = throughput × time per request. A server that can
-work on <i>C</i> requests at once (its <i>capacity</i> for that endpoint, from its own
-<code>/info</code>: workers × threads, or unbounded for async waits) and needs a service time
-<i>S</i> per request serves</p>
-<p class="formula">predicted rps = min(VUs, capacity) / service time &nbsp;&nbsp; and
-&nbsp;&nbsp; predicted latency = VUs / predicted rps</p>
-<p>so beyond its capacity extra VUs only queue, and latency grows instead of throughput
-(with a fixed arrival rate <i>R</i> instead of VUs: predicted rps = min(<i>R</i>, capacity /
-<i>S</i>)).
-For the waiting endpoints (<code>/sync</code>, <code>/async</code>, <code>/blocking</code>,
-<code>/executor</code>, <code>/gather</code>, <code>/upstream</code>...) <i>S</i> follows from
-<code>ms</code> (n × ms for the sequential ones); for the CPU endpoints it is measured on
-the server with one request at a time and the capacity is also
-bounded by its CPUs (and, for inline Python work, by one GIL per worker process).
+arrival rate (open model). Before the load, on the idle server, the lab measures what one
+request of the cell costs: the server's CPU time <i>d</i> (its whole process tree, one request
+at a time over a kept-alive connection) and the rest of the round trip <i>Z</i>; once per run
+it measures k6's own CPU per request. With the capacity <i>C</i> the server states in its
+<code>/info</code> and the waiting time <i>S</i> of the endpoint (from the contract), the
+throughput is limited by whichever resource saturates first:</p>
+<p class="formula">slots C / (S + d + Z) &nbsp;·&nbsp; server CPUs m / d &nbsp;·&nbsp;
+k6's CPUs / (k6 + upstream CPU per request) &nbsp;·&nbsp; VUs N / (S + d + Z + k6)</p>
+<p>The CPUs are modelled with mean-value analysis (they queue before they saturate); the
+prediction uses nothing measured during the cell's own load. The column <b>bound</b> names
+the limiting resource and the number behind it; latency is N / throughput (Little's law).
 <b>Efficiency</b> = measured rps / predicted rps, and each cell gets a verdict:</p>
 <ul>
 <li>{verdict_badge("as predicted")} efficiency within ±{tol} of 1 (<code>TOLERANCE</code>
-in lab/model.py): the model explains the server.</li>
-<li>{verdict_badge("below model")} more than {tol} slower than predicted: something the model
-does not know limits the server (overhead, contention, a smaller real capacity).</li>
-<li>{verdict_badge("server-cpu-bound")} slower than predicted on a waiting endpoint while
-the server's own CPUs were at least {sb} busy: its CPU work (HTTP parsing, an HTTP client's
-fan-out to the upstream) is the limit, which the waiting model leaves out.</li>
-<li>{verdict_badge("above model")} more than {tol} faster: the server does more at once than
-its <code>/info</code> claims, or the service time is shorter than assumed.</li>
-<li>{verdict_badge("loadgen-bound")} k6 used at least {lg} of its CPUs and the cell was not
-as fast as predicted: the load generator, not the server, was the limit, so the number says
-nothing about the server. These cells are hatched in the charts and flagged in the tables.</li>
-<li>{verdict_badge("no model")} the endpoint has no rule (e.g. <code>/hello</code>, which
-measures the framework's own overhead).</li>
-</ul>"""
+in lab/model.py, from the measured repeat noise): the model explains the cell.</li>
+<li>{verdict_badge("below model")} / {verdict_badge("above model")} more than {tol} off:
+something the model does not know limits the server, or it does more at once than it
+claims.</li>
+<li>{verdict_badge("censored")} the cell could not complete {model.MIN_REQUESTS} requests even
+lengthened to {model.MAX_CELL_S:g} s: its count is not a throughput and is not judged.</li>
+<li>{verdict_badge("no model")} nothing to predict from (e.g. a remote server whose CPU the lab
+cannot see).</li>
+</ul>
+<p>Observed during the load, beside the model: k6 at {lg} or more of its CPUs, or the server's
+CPUs typically at {sb} or more (the <code>loadgen_bound</code> and
+<code>server_cpu_bound</code> columns).</p>"""
     callout = ""
     flagged = [g for g in run.groups if g.loadgen_bound]
     if flagged:
         names = ", ".join(f"<code>{e(g.key)}</code>" for g in flagged)
         callout = (
-            f'<p class="callout">⚠ {len(flagged)} cell(s) were loadgen-bound — k6 ran out of '
-            f"CPU before the server did, so their throughput is a floor, not a measurement of "
-            f"the server: {names}</p>"
+            f'<p class="callout">⚠ {len(flagged)} cell(s) are limited by the load generator '
+            f"(k6, or the upstream service on its CPUs) in the model: their throughput "
+            f"measures k6, not the server: {names}</p>"
         )
     run_id = e(str(meta.get("run_id", run.path.name)))
     return (
@@ -235,10 +230,11 @@ def headline(run: Run) -> str:
                 e(load_label(g.load)),
                 str(len(g.ok)) + (f" (+{errors} err)" if errors else ""),
                 num(g.rps),
-                num(g.stat("p95")),
+                num(g.stat("lat_p95_ms")),
                 num(g.stat("predicted_rps")),
                 num(g.efficiency, 2),
                 verdict_badge(g.verdict) + (' <span class="flag">noisy</span>' if g.noisy else ""),
+                e(bound_text(g)),
             ]
         )
         classes.append("loadgen-row" if g.loadgen_bound else "")
@@ -251,8 +247,41 @@ def headline(run: Run) -> str:
         "Highlighted rows were loadgen-bound. The same table is in <code>summary.md</code>."
     )
     head = ["target", "profile", "endpoint", "params", "load", "repeats", "rps", "p95 ms",
-            "predicted rps", "efficiency", "verdict"]  # fmt: skip
+            "predicted rps", "efficiency", "verdict", "bound"]  # fmt: skip
     return section("headline", "Results", intro, table(head, rows, classes))
+
+
+def bound_text(g: Group) -> str:
+    """The limiting resource with the measured number behind it (and why a cell is not
+    judged, when it is censored)."""
+    if g.censored:
+        return f"censored: {g.censored}"
+    row = next((r for r in g.ok if r.bound == g.bound), None)
+    return model.limit_text(g.bound, row) if row and g.bound else "-"
+
+
+def fit_section(run: Run, chart: ChartWriter) -> str:
+    points = [
+        charts.Point(f"{g.series} {g.first.endpoint}", pred, g.rps, g.bound)
+        for g in run.groups
+        if g.ok and not g.censored and g.rps and (pred := g.stat("predicted_rps"))
+    ]
+    if not points:
+        return ""
+    inside = sum(model.verdict("ok", p.measured / p.predicted) == "as predicted" for p in points)
+    tol = f"{model.TOLERANCE:.0%}"
+    figure = chart(
+        "predicted-vs-measured",
+        charts.predicted_vs_measured(points, "measured vs predicted throughput", model.TOLERANCE),
+        f"Every modelled cell (median of its repeats); {inside} of {len(points)} within ±{tol}.",
+    )
+    intro = (
+        "Each point is one cell: the throughput the model predicted before the load (x) "
+        "against what k6 measured (y), on log-log axes, coloured by the resource the model "
+        f"says limits it. On the diagonal the model is exact; the grey band is ±{tol}. "
+        "Cells outside the band are named: the model misses something there."
+    )
+    return section("fit", "Predicted vs measured", intro, figure)
 
 
 def throughput_section(run: Run, chart: ChartWriter) -> str:
@@ -295,9 +324,9 @@ def latency_section(run: Run, chart: ChartWriter) -> str:
         spans = [
             charts.Span(
                 f"{g.series} · {labels[g.key]}",
-                g.stat("p50"),
-                g.stat("p95"),
-                g.stat("p99"),
+                g.stat("lat_p50_ms"),
+                g.stat("lat_p95_ms"),
+                g.stat("lat_p99_ms"),
                 g.stat("predicted_latency_ms"),
             )
             for g in groups
@@ -313,9 +342,9 @@ def latency_section(run: Run, chart: ChartWriter) -> str:
             [
                 e(g.series),
                 e(labels[g.key]),
-                num(g.stat("p50")),
-                num(g.stat("p95")),
-                num(g.stat("p99")),
+                num(g.stat("lat_p50_ms")),
+                num(g.stat("lat_p95_ms")),
+                num(g.stat("lat_p99_ms")),
                 num(g.stat("predicted_latency_ms")),
             ]
             for g in groups
@@ -377,7 +406,7 @@ def sweep_section(run: Run, chart: ChartWriter) -> str:
                 series,
                 [float(g.first.vus or 0) for g in groups],
                 [g.rps for g in groups],
-                [g.stat("p95") for g in groups],
+                [g.stat("lat_p95_ms") for g in groups],
                 [g.stat("predicted_rps") for g in groups],
             )
         )
@@ -418,7 +447,7 @@ def canary_section(run: Run, chart: ChartWriter) -> str:
         "call moved to a thread) the loop stays free and the canary stays flat at a few ms. "
         "Thread- and process-based servers queue the canary once all their workers are busy."
     )
-    with_canary = [g for g in ok if g.stat("canary_p99") is not None]
+    with_canary = [g for g in ok if g.stat("canary_p99_ms") is not None]
     if not with_canary:
         return section(
             "canary", "The canary: /hello under load", intro, "<p>No canary data in this run.</p>"
@@ -427,7 +456,7 @@ def canary_section(run: Run, chart: ChartWriter) -> str:
     parts = []
     for load, groups in by_load(with_canary).items():
         bars = [
-            charts.Bar(g.series, labels[g.key], g.stat("canary_p99"), g.stat("canary_p50"))
+            charts.Bar(g.series, labels[g.key], g.stat("canary_p99_ms"), g.stat("canary_p50_ms"))
             for g in groups
         ]
         parts.append(
@@ -439,7 +468,12 @@ def canary_section(run: Run, chart: ChartWriter) -> str:
             )
         )
         rows = [
-            [e(g.series), e(labels[g.key]), num(g.stat("canary_p50")), num(g.stat("canary_p99"))]
+            [
+                e(g.series),
+                e(labels[g.key]),
+                num(g.stat("canary_p50_ms")),
+                num(g.stat("canary_p99_ms")),
+            ]
             for g in groups
         ]
         head = ["target/profile", "endpoint under load", "canary p50 ms", "canary p99 ms"]
@@ -642,7 +676,7 @@ SCRIPT = """
 """
 
 
-SECTIONS = ("headline", "throughput", "latency", "efficiency", "sweeps", "canary", "repeats",
+SECTIONS = ("headline", "throughput", "fit", "latency", "efficiency", "sweeps", "canary", "repeats",
             "errors", "timelines", "provenance")  # fmt: skip
 
 
@@ -650,6 +684,7 @@ def render(run: Run, chart: ChartWriter) -> str:
     sections = [
         headline(run),
         throughput_section(run, chart),
+        fit_section(run, chart),
         latency_section(run, chart),
         efficiency_section(run, chart),
         sweep_section(run, chart),
@@ -673,7 +708,7 @@ def render(run: Run, chart: ChartWriter) -> str:
     )
 
 
-TEXT_COLUMNS = ("target", "profile", "endpoint", "params", "verdict")
+TEXT_COLUMNS = ("target", "profile", "endpoint", "params", "verdict", "bound")
 
 
 def plain(value: float | None, digits: int = 1) -> str:
@@ -694,15 +729,17 @@ def summary_md(run: Run) -> str:
     ]
     rated = any(g.first.rate for g in run.groups)
     head = ["target", "profile", "endpoint", "params", "VUs", *(["rate"] if rated else []),
-            "repeats", "rps", "p95 ms", "predicted rps", "efficiency", "verdict"]  # fmt: skip
+            "repeats", "rps", "p95 ms", "predicted rps", "efficiency", "verdict",
+            "bound"]  # fmt: skip
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" if h in TEXT_COLUMNS else "--:" for h in head) + "|")
     for g in run.groups:
         r = g.first
         cells = [r.target, r.profile, r.endpoint, r.params or "-", str(r.vus or "-"),
                  *([str(r.rate or "-")] if rated else []), str(len(g.ok)),
-                 plain(g.rps), plain(g.stat("p95")), plain(g.stat("predicted_rps")),
-                 plain(g.efficiency, 2), g.verdict + (" (noisy)" if g.noisy else "")]  # fmt: skip
+                 plain(g.rps), plain(g.stat("lat_p95_ms")), plain(g.stat("predicted_rps")),
+                 plain(g.efficiency, 2), g.verdict + (" (noisy)" if g.noisy else ""),
+                 g.bound or "-"]  # fmt: skip
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     if not run.groups:
         lines.append("\n(no cell has been measured yet)")

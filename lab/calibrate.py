@@ -1,0 +1,194 @@
+"""The model's measured inputs, taken before the load: what one request costs the idle server
+(its process tree's CPU, the round trip beyond it, the upstream service's CPU) for every
+endpoint, and what one request costs k6 (once per run). lab/model.py explains their use."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from lab import loadgen, probe, server
+from lab.contract import Endpoint
+from lab.matrix import Cell
+from lab.sampler import Sampler, cpu_seconds
+
+# Stop when the server has used this much CPU, or after this long, whichever comes first
+# (at least MIN_REQUESTS). CPU time is read in nanoseconds (schedstat), so 0.3 s is plenty.
+CPU_S = 0.3
+WALL_S = 1.5
+MIN_REQUESTS = 20
+WAIT_MS = 20  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
+WAIT_REQUESTS = 5
+# Without a measurement (no Go toolchain for the reference server): the cost measured on the
+# lab's 2-CPU machine (k6 v1.8.1, lab.js on /hello), recorded as assumed in run.json.
+ASSUMED_K6_US = 57.0
+LOADGEN_VUS = 20
+LOADGEN_DURATION = "2s"
+
+
+class CalibrationError(RuntimeError):
+    pass
+
+
+def _task_ns(pid: int) -> int:
+    total = 0
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                total += int((task / "schedstat").read_text().split()[0])
+    return total
+
+
+def tree_cpu_s(pid: int) -> tuple[float, float]:
+    """CPU time of a process tree so far: (nanosecond-precise over the live threads, tick-
+    precise over every thread that ever ran). Threads that ended since the first reading
+    show only in the second."""
+    try:
+        top = psutil.Process(pid)
+        procs = [top, *top.children(recursive=True)]
+    except psutil.Error:
+        return 0.0, 0.0
+    return sum(_task_ns(p.pid) for p in procs) / 1e9, cpu_seconds(pid)
+
+
+def _used(before: tuple[float, float], after: tuple[float, float]) -> float:
+    precise, ticks = after[0] - before[0], after[1] - before[1]
+    # More than two 10 ms ticks apart: threads came and went (a thread per request), so
+    # only the coarse count has all of it.
+    return ticks if ticks - precise > 0.02 else precise
+
+
+@dataclass(frozen=True)
+class ServerCost:
+    cpu_ms: float | None  # server tree CPU per request
+    overhead_ms: float  # median round trip minus the server's CPU (and no wait)
+    upstream_cpu_ms: float | None  # upstream service CPU per request
+    requests: int
+
+
+def calibration_query(endpoint: Endpoint, cell: Cell) -> str:
+    """The cell's own request with the wait set to 0: the same code path (thread hand-off,
+    the n calls, the HTTP client), without the sleep that would make a calibration long."""
+    values = {k: (0 if k == "ms" else v) for k, v in cell.params}
+    return endpoint.path + ("?" + "&".join(f"{k}={v}" for k, v in values.items()) if values else "")
+
+
+def server_cost(
+    base: str,
+    endpoint: Endpoint,
+    cell: Cell,
+    server_pid: int | None,
+    upstream_pid: int | None = None,
+) -> ServerCost:
+    """One request at a time over one kept-alive connection (as k6 sends them), until the
+    server has used CPU_S of CPU or WALL_S have passed."""
+    path = calibration_query(endpoint, cell)
+    walls: list[float] = []
+    with probe.Connection(base, timeout=60) as conn:
+        conn.get(path)  # the connection's first request pays for lazy set-up
+        srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
+        up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
+        started = time.monotonic()
+        used = 0.0
+        while len(walls) < MIN_REQUESTS or (used < CPU_S and time.monotonic() - started < WALL_S):
+            reply = conn.get(path)
+            if reply.status != 200:
+                raise CalibrationError(f"calibration request {path} answered {reply.status}")
+            walls.append(reply.seconds)
+            if server_pid and len(walls) % 10 == 0:
+                used = _used(srv0, tree_cpu_s(server_pid))
+        srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
+        up1 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
+        count = len(walls)
+        cpu_ms = _used(srv0, srv1) / count * 1000 if server_pid else None
+        up_ms = _used(up0, up1) / count * 1000 if upstream_pid else None
+        overhead = max(0.0, statistics.median(walls) * 1000 - (cpu_ms or 0.0))
+        if cell.param("ms"):
+            overhead = _wait_overhead(conn, endpoint, cell, cpu_ms or 0.0)
+    return ServerCost(cpu_ms, overhead, up_ms, count)
+
+
+def _wait_overhead(conn: probe.Connection, endpoint: Endpoint, cell: Cell, cpu_ms: float) -> float:
+    """The round trip beyond the wait and the CPU, with real (short) waits: a sleep ends late
+    by the timer's slack and the wake-up (0.1-1.5 ms, once per sleep of /sequential), which a
+    request without a wait does not show."""
+    ms = min(cell.param("ms") or 0, WAIT_MS)
+    values = {**dict(cell.params), "ms": ms}
+    query = "?" + "&".join(f"{k}={v}" for k, v in values.items())
+    wait = endpoint.service_ms(values) or 0.0
+    walls = []
+    for _ in range(WAIT_REQUESTS):
+        reply = conn.get(endpoint.path + query)
+        if reply.status != 200:
+            raise CalibrationError(f"calibration request {query} answered {reply.status}")
+        walls.append(reply.seconds * 1000)
+    return max(0.0, statistics.median(walls) - wait - cpu_ms)
+
+
+@dataclass(frozen=True)
+class LoadgenCost:
+    us_per_request: float
+    rps: float | None  # what k6 reached meanwhile
+    cpus: int
+    source: str  # "measured: ..." or "assumed: ..."
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def loadgen_cost(
+    k6_cpus: list[int] | None, server_cpus: list[int] | None, folder: Path
+) -> LoadgenCost:
+    """k6's CPU per request on its own CPUs: lab.js on the Go target's /hello (the cheapest
+    server there is, pinned to the server's CPUs) for a couple of seconds, k6 sampled; its
+    typical CPU rate over the request rate. Falls back to ASSUMED_K6_US, saying so."""
+    cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
+    try:
+        from lab.targets import find
+
+        gin = find("gin")
+    except Exception as exc:  # no Go target in this checkout: the recorded constant
+        return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: no gin target ({exc})")
+    folder.mkdir(parents=True, exist_ok=True)
+    proc: server.ServerProcess | None = None
+    run: loadgen.K6Run | None = None
+    try:
+        proc = server.target_server(
+            gin, gin.default_profile, cpus=server_cpus, log=folder / "loadgen-server.log"
+        )
+        proc.start(30)
+        cell = Cell("gin", gin.default_profile, "hello", (), LOADGEN_VUS, None, LOADGEN_DURATION, 1)
+        summary = folder / "loadgen-k6.json"
+        run = loadgen.start(cell, proc.url, summary, folder / "loadgen-k6.log", k6_cpus, 0)
+        sampler = Sampler({"k6": run.proc.pid}, interval=0.1).start()
+        run.wait(timeout=60)
+        usage = sampler.stop()["k6"]
+        data = loadgen.read_summary(summary)
+        rps = loadgen.parse_summary(data)["rps"] if data else None
+        if not rps or not usage.busy_pct:
+            raise CalibrationError("k6 measured nothing")
+        us = usage.busy_pct / 100.0 / float(rps) * 1e6
+        return LoadgenCost(
+            us, float(rps), cpus, f"measured: lab.js, {LOADGEN_VUS} VUs on gin /hello"
+        )
+    except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
+        return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: measurement failed ({exc})")
+    finally:
+        if run:
+            run.kill()
+        if proc:
+            proc.stop()
+
+
+def with_duration(cell: Cell, seconds: float) -> Cell:
+    """The cell with the k6 duration the runner really uses (its id stays the same)."""
+    if seconds == cell.duration_s:
+        return cell
+    return replace(cell, duration=f"{seconds:g}s")
