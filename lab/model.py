@@ -58,6 +58,9 @@ MIN_REQUESTS = 40
 # A cell the model says would complete fewer is lengthened, up to this many seconds; beyond it
 # the cell is marked censored instead of reporting a number that is not a throughput.
 MAX_CELL_S = 60.0
+# A closed cell with this many VUs per slot is a flood: the rate is still C / S, but each
+# request waits N / X on average, and the order of answers is the server's (see CONTRACT.md).
+FLOOD = 10
 # Observations during the load (never part of a prediction): shown beside the verdict.
 LOADGEN_BOUND_PCT = 80.0  # k6 (plus the upstream) at this share of its CPUs
 SERVER_BOUND_PCT = 85.0  # the server's CPUs at this share, median of 0.25 s samples

@@ -257,7 +257,14 @@ def bound_text(g: Group) -> str:
     if g.censored:
         return f"censored: {g.censored}"
     row = next((r for r in g.ok if r.bound == g.bound), None)
-    return model.limit_text(g.bound, row) if row and g.bound else "-"
+    text = model.limit_text(g.bound, row) if row and g.bound else "-"
+    if row and row.capacity and row.vus and row.vus >= model.FLOOD * row.capacity:
+        wait = (row.predicted_latency_ms or 0) / 1000
+        text += (
+            f" · flood: {row.vus} VUs = {row.vus / row.capacity:.0f}× capacity, each waits "
+            f"{wait:.1f} s on average (Little's law); who is answered first is up to the server"
+        )
+    return text
 
 
 def fit_section(run: Run, chart: ChartWriter) -> str:
