@@ -403,7 +403,7 @@ def predicted_vs_measured(points: Sequence[Point], title: str, tolerance: float)
     line = [low, high]
     ax.fill_between(
         line, [v * (1 - tolerance) for v in line], [v * (1 + tolerance) for v in line],
-        color=GREY, alpha=0.5, linewidth=0, label=f"±{tolerance:.0%}",
+        color="#9a9a9a", alpha=0.45, linewidth=0, label=f"±{tolerance:.0%}",
     )  # fmt: skip
     ax.plot(line, line, color=PREDICTED, linewidth=0.8)
     bounds = _unique([p.bound or "no bound" for p in points])

@@ -250,7 +250,9 @@ def limit_text(bound: str, r: Any) -> str:
     """The limiting resource with the measured number behind it, for the report."""
 
     def f(v: float | None, unit: str) -> str:
-        return "?" if v is None else f"{v:.3g} {unit}"
+        if v is None:
+            return "?"
+        return f"{v:,.0f} {unit}" if v >= 100 else f"{v:.3g} {unit}"
 
     match bound:
         case "slots":

@@ -244,7 +244,9 @@ def headline(run: Run) -> str:
         "One line per cell; when a cell was repeated, each number is the median over its "
         "repeats. rps = requests per second the server completed; p95 = 95 % of requests "
         "were at least this fast; predicted rps and efficiency as explained above. "
-        "Highlighted rows were loadgen-bound. The same table is in <code>summary.md</code>."
+        "Highlighted rows are limited by the load generator in the model; <i>bound</i> names "
+        "the limiting resource with the measured number behind it. The same table is in "
+        "<code>summary.md</code>."
     )
     head = ["target", "profile", "endpoint", "params", "load", "repeats", "rps", "p95 ms",
             "predicted rps", "efficiency", "verdict", "bound"]  # fmt: skip
@@ -315,7 +317,7 @@ def throughput_section(run: Run, chart: ChartWriter) -> str:
         "Bars: measured requests per second, one colour per target/profile, grouped by "
         "endpoint. The black tick over each bar is what the capacity model predicts: a bar "
         "reaching its tick is as predicted, a bar far below it lost throughput to something "
-        "the model does not include. Hatched bars were loadgen-bound. The axis is "
+        "the model does not include. Hatched bars are limited by the load generator. The axis is "
         f"logarithmic when values span more than {charts.LOG_SPAN:g}x."
     )
     return section("throughput", "Throughput per target and endpoint", intro, "".join(figures))
@@ -391,8 +393,8 @@ def efficiency_section(run: Run, chart: ChartWriter) -> str:
         "Each square is measured rps / predicted rps for one target/profile and endpoint. "
         f"Green (within ±{tol} of 1) means the model explains the cell; orange to red is below "
         "the model (the further, the darker: 0.5 = half the predicted throughput), light to "
-        "dark blue above it. Grey squares have no model (e.g. /hello); 'loadgen' marks cells "
-        "where k6 was the bottleneck."
+        "dark blue above it. Grey squares have no model (e.g. a remote server's cell); "
+        "'loadgen' marks cells the model says k6 limits."
     )
     return section("efficiency", "Efficiency heat map", intro, "".join(figures))
 

@@ -109,3 +109,28 @@ def test_censored_cell_is_lengthened(tmp_path: Path) -> None:
     assert row.measured_s is not None and row.measured_s >= 4.0
     assert row.requests is not None and row.requests >= 36
     assert not row.censored and row.verdict != "censored"
+
+
+def test_fastapi_answers_a_flood_in_one_burst() -> None:
+    """The flood anomaly, measured: 3 x 40 requests of 500 ms released at once. Both serve
+    40 at a time (the model's C / S), but FastAPI validates a `def` endpoint's return value
+    in the same anyio pool (fastapi.routing.serialize_response -> run_in_threadpool), so
+    every finished sleep queues for a second token behind all the waiting requests: nothing
+    is answered until every sleep is done. Starlette answers 40 per round, in order."""
+    from lab import probe, server
+    from lab.targets import find
+
+    firsts = {}
+    for name in ("fastapi", "starlette"):
+        proc = server.target_server(find(name), env={"THREADS": "40"})
+        proc.start(30)
+        try:
+            _, replies = probe.batch(proc.url, "/sync?ms=500", 120, timeout=60)
+        finally:
+            proc.stop()
+        ends = sorted(r.end for r in replies)
+        assert all(r.status == 200 for r in replies)
+        assert 1.4 < ends[-1] < 2.5, (name, ends[-1])  # three rounds of 500 ms either way
+        firsts[name] = ends[0]
+    assert firsts["starlette"] < 0.9  # the first round is answered after one service time
+    assert firsts["fastapi"] > 1.4  # nothing before the third round has slept

@@ -155,7 +155,7 @@ def test_html_headline_matches_summary(page: str, built: Path) -> None:
         assert h["efficiency"] == m["efficiency"]
     assert 'class="loadgen-row"' in page  # the loadgen-bound /hello row is highlighted
     bounds = [h["bound"] for h in html_rows]
-    assert "k6 196 µs/request → 5.1e+03 rps max" in bounds
+    assert "k6 196 µs/request → 5,100 rps max" in bounds
     assert "server CPU 0.31 ms/request" in bounds
 
 
@@ -356,3 +356,22 @@ def test_browser_check_catches_a_broken_page(tmp_path: Path) -> None:
     result = chromium(tmp_path, "--dump-dom", bad.as_uri())
     assert rendered(result.stdout) == (1, 0)
     assert any("undefinedFunction" in ln for ln in console(result.stderr))
+
+
+def test_bound_text_names_the_number_and_a_flood() -> None:
+    from lab.record import CellResult
+    from lab.runs import Group
+
+    flood = CellResult(
+        cell="fastapi/uvicorn/sync?ms=1000@vus=500#1", status="ok", rps=39.0, vus=500,
+        capacity=40, service_ms=1000.0, server_cpu_ms=0.6, overhead_ms=1.0, bound="slots",
+        predicted_rps=39.9, predicted_latency_ms=12531.0,
+    )  # fmt: skip
+    text = report.bound_text(Group(flood.key, [flood]))
+    assert text.startswith("slots: 40 × (1,000 ms wait + CPU)")
+    assert "flood: 500 VUs = 12× capacity, each waits 12.5 s" in text
+    censored = CellResult(cell="flask/gunicorn/sequential?ms=100,n=10@vus=50#1", status="ok",
+                          rps=0.9, bound="slots", censored="only 7 requests completed")  # fmt: skip
+    assert report.bound_text(Group(censored.key, [censored])) == (
+        "censored: only 7 requests completed"
+    )
