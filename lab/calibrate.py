@@ -26,8 +26,8 @@ CPU_S = 0.3
 WALL_S = 1.5
 MIN_REQUESTS = 5
 PARALLEL = 8  # connections at most
-WAIT_MS = 20  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
-WAIT_REQUESTS = 5
+WAIT_MS = 10  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
+WAIT_REQUESTS = 9  # the median of 9: a loaded machine stalls single requests by ms
 # Without a measurement (no Go toolchain for the reference server): the cost measured on the
 # lab's 2-CPU machine (k6 v1.8.1, lab.js on /hello), recorded as assumed in run.json.
 ASSUMED_K6_US = 57.0
@@ -71,6 +71,7 @@ def _used(before: tuple[float, float], after: tuple[float, float]) -> float:
 class ServerCost:
     cpu_ms: float | None  # server tree CPU per request
     overhead_ms: float  # median round trip minus the server's CPU (and no wait)
+    overshoot_ms: float = 0.0  # how much later than asked the waits of one request end
     upstream_cpu_ms: float | None  # upstream service CPU per request
     requests: int
 
@@ -140,30 +141,40 @@ def server_cost(
         count = max(1, sum(counts))
         cpu_ms = _used(srv0, srv1) / count * 1000 if server_pid else None
         up_ms = _used(up0, up1) / count * 1000 if upstream_pid else None
-        overhead = _round_trip(conns[0], endpoint, cell, cpu_ms or 0.0)
+        overhead, overshoot = _round_trip(conns[0], endpoint, cell, cpu_ms or 0.0)
     finally:
         stop.set()
         for c in conns:
             c.__exit__()
-    return ServerCost(cpu_ms, overhead, up_ms, count)
+    return ServerCost(cpu_ms, overhead, up_ms, count, overshoot)
 
 
-def _round_trip(conn: probe.Connection, endpoint: Endpoint, cell: Cell, cpu_ms: float) -> float:
-    """The round trip beyond the wait and the CPU, one request at a time, with real (short)
-    waits: a sleep ends late by the timer's slack and the wake-up (0.1-1.5 ms, once per sleep
-    of /sequential), which a request without a wait does not show."""
-    values = dict(cell.params)
-    if "ms" in values:
-        values["ms"] = min(values["ms"], WAIT_MS)
-    query = "?" + "&".join(f"{k}={v}" for k, v in values.items()) if values else ""
-    wait = endpoint.service_ms(values) or 0.0
+def _median_ms(conn: probe.Connection, path: str) -> float:
     walls = []
     for _ in range(WAIT_REQUESTS):
-        reply = conn.get(endpoint.path + query)
+        reply = conn.get(path)
         if reply.status != 200:
-            raise CalibrationError(f"calibration request {query} answered {reply.status}")
+            raise CalibrationError(f"calibration request {path} answered {reply.status}")
         walls.append(reply.seconds * 1000)
-    return max(0.0, statistics.median(walls) - wait - cpu_ms)
+    return statistics.median(walls)
+
+
+def _round_trip(
+    conn: probe.Connection, endpoint: Endpoint, cell: Cell, cpu_ms: float
+) -> tuple[float, float]:
+    """The round trip beyond the wait and the CPU (Z), one request at a time, with real
+    (short) waits; and the waits' overshoot alone: a sleep ends late by the timer's slack and
+    the wake-up (0.1-1.5 ms, once per sleep of /sequential). The overshoot holds the server's
+    slot; the rest of the round trip (the client, loopback) does not."""
+    values = dict(cell.params)
+    if "ms" not in values:
+        return max(0.0, _median_ms(conn, calibration_query(endpoint, cell)) - cpu_ms), 0.0
+    values["ms"] = min(values["ms"], WAIT_MS)
+    query = "?" + "&".join(f"{k}={v}" for k, v in values.items())
+    wait = endpoint.service_ms(values) or 0.0
+    waited = _median_ms(conn, endpoint.path + query)
+    bare = _median_ms(conn, calibration_query(endpoint, cell))
+    return max(0.0, waited - wait - cpu_ms), max(0.0, waited - wait - bare)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ closed queueing network. One request visits:
 
   slots       the C waiting slots the server claims in /info (workers, threads, an event
               loop, anyio tokens; C = inf when only connections bound it), each held for
-              the contract's waiting time S plus the request's server CPU d and the rest of
-              its round trip Z (a sleep's overshoot, the hand-off to a thread);
+              the contract's waiting time S plus the request's server CPU d and the
+              waits' overshoot o (a sleep ends late by the timer's slack and the wake-up);
   server-cpu  the server's CPUs: d = CPU time of the server's whole process tree per request
               (HTTP parsing, the framework, an HTTP client's fan-out, the CPU work itself),
-              measured one request at a time over a kept-alive connection; m = the CPUs it
+              measured on the idle server over up to 8 kept-alive connections; m = the CPUs it
               may use, and for Python at most one per worker process (one GIL each);
   loadgen     the load side's CPUs: k6's CPU per request (measured once per run: lab.js on
               /hello) plus, for /upstream, the upstream service's CPU per request (it shares
@@ -22,14 +22,14 @@ closed queueing network. One request visits:
 
 Method. The slots hold a request for a fixed time (a sleep): with fixed service times a
 multi-server station has no queueing below its capacity and is saturated above it, so its
-asymptotic bound min(N / (S + d + Z), C / (S + d + Z)) is exact on either side of the knee,
+asymptotic bound min(N / (S + d + Z), C / (S + d + o)) is exact on either side of the knee,
 where exact MVA (which assumes exponential service) would under-predict by 2-5 %. The CPUs are
 shared by many short, variable bursts (processor sharing by the kernel, the GIL), where
 queueing near saturation is real: for them we run exact mean-value analysis of the closed
 network (delay S + Z; the server and load-side CPUs as queueing stations, a multi-CPU station
 by Seidmann's approximation: demand d/m queueing plus d(m-1)/m delay, exact at both ends).
 The prediction is the smaller of the two. `bound` names the tightest asymptotic bound:
-slots (C / (S + d + Z)), server-cpu (m / d), loadgen or upstream-cpu (CPUs / load-side CPU per
+slots (C / (S + d + o)), server-cpu (m / d), loadgen or upstream-cpu (CPUs / load-side CPU per
 request), or vus (N / (S + d + Z + load-side CPU): every VU is waiting for its own answer).
 Latency follows from Little's law: N / X.
 
@@ -77,6 +77,7 @@ class Demand:
     overhead_ms: float | None = None  # Z
     upstream_cpu_ms: float | None = None
     loadgen_us: float | None = None  # k6's CPU per request, in µs
+    overshoot_ms: float | None = None  # how late the waits end (holds the slot)
 
     @property
     def load_side_ms(self) -> float:
@@ -164,9 +165,9 @@ def predict(
         else "loadgen"
     )
     ceilings: dict[str, float] = {}
-    if math.isfinite(c) and s + d + z > 0:
-        # A slot is held for the whole of an idle request but the client's part.
-        ceilings["slots"] = c / (s + d + z)
+    hold = s + d + (demand.overshoot_ms or 0.0) / 1000.0
+    if math.isfinite(c) and hold > 0:
+        ceilings["slots"] = c / hold
     if d > 0:
         ceilings["server-cpu"] = m_server / d
     if load > 0:
@@ -256,7 +257,7 @@ def limit_text(bound: str, r: Any) -> str:
 
     match bound:
         case "slots":
-            return f"slots: {r.capacity} × ({f(r.service_ms, 'ms')} wait + CPU)"
+            return f"slots: {r.capacity} per ({f(r.service_ms, 'ms')} wait + CPU)"
         case "server-cpu":
             return f"server CPU {f(r.server_cpu_ms, 'ms')}/request"
         case "loadgen":

@@ -62,6 +62,7 @@ class CellResult:
     service_ms: float | None = None  # waiting time S per request (from the contract)
     server_cpu_ms: float | None = None  # server tree CPU per request, idle server
     overhead_ms: float | None = None  # per-request round trip beyond the server's CPU
+    overshoot_ms: float | None = None  # how late a request's waits end (holds its slot)
     upstream_cpu_ms: float | None = None  # upstream service CPU per request (/upstream)
     loadgen_us: float | None = None  # k6 CPU per request (µs), measured once per run
     loadgen_rps_max: float | None = None  # the load side's ceiling on its CPUs

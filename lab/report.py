@@ -176,11 +176,11 @@ def header(run: Run) -> str:
 sending its next request as soon as the last one answered (a closed model), or a fixed
 arrival rate (open model). Before the load, on the idle server, the lab measures what one
 request of the cell costs: the server's CPU time <i>d</i> (its whole process tree, one request
-at a time over a kept-alive connection) and the rest of the round trip <i>Z</i>; once per run
+at a time on up to 8 kept-alive connections) and the rest of the round trip <i>Z</i>; once per run
 it measures k6's own CPU per request. With the capacity <i>C</i> the server states in its
 <code>/info</code> and the waiting time <i>S</i> of the endpoint (from the contract), the
-throughput is limited by whichever resource saturates first:</p>
-<p class="formula">slots C / (S + d + Z) &nbsp;·&nbsp; server CPUs m / d &nbsp;·&nbsp;
+throughput is limited by whichever resource saturates first (o: how late the waits end):</p>
+<p class="formula">slots C / (S + d + o) &nbsp;·&nbsp; server CPUs m / d &nbsp;·&nbsp;
 k6's CPUs / (k6 + upstream CPU per request) &nbsp;·&nbsp; VUs N / (S + d + Z + k6)</p>
 <p>The CPUs are modelled with mean-value analysis (they queue before they saturate); the
 prediction uses nothing measured during the cell's own load. The column <b>bound</b> names

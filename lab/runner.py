@@ -267,6 +267,7 @@ class Runner:
             overhead_ms=cost.overhead_ms,
             upstream_cpu_ms=cost.upstream_cpu_ms,
             loadgen_us=k6.us_per_request if k6 else None,
+            overshoot_ms=cost.overshoot_ms,
         )
         load_cpus = len(self.k6_cpus) if self.k6_cpus else (os.cpu_count() or 1)
         p = model.predict(
@@ -276,6 +277,7 @@ class Runner:
             service_ms=demand.service_ms,
             server_cpu_ms=cost.cpu_ms,
             overhead_ms=cost.overhead_ms,
+            overshoot_ms=cost.overshoot_ms,
             upstream_cpu_ms=cost.upstream_cpu_ms,
             loadgen_us=demand.loadgen_us,
             loadgen_rps_max=p.loadgen_rps_max,

@@ -27,13 +27,22 @@ K6_US = 60.0  # k6's CPU per request on its one CPU: 16.7 k rps at most
 
 
 def test_slots_bound_a_thread_pool() -> None:
-    # FastAPI /sync: 40 anyio tokens, S = 100 ms, d = 0.3 ms, Z = 0.5 ms, 50 VUs
-    demand = Demand(100.0, 0.3, 0.5, None, K6_US)
+    # FastAPI /sync: 40 anyio tokens, S = 100 ms, d = 0.3 ms, overshoot 0.5 ms, 50 VUs
+    demand = Demand(100.0, 0.3, 0.5, None, K6_US, overshoot_ms=0.5)
     p = model.predict("sleep", "sync", demand, 50, None, py(sync=40), 1)
     assert p.bound == "slots"
     assert p.rps == pytest.approx(40 / 0.1008)  # exact beyond the knee (fixed service time)
     assert p.latency_ms == pytest.approx(50 / p.rps * 1000)
     assert p.ceilings["server-cpu"] == pytest.approx(1 / 0.0003)
+
+
+def test_the_round_trip_does_not_hold_a_slot() -> None:
+    # flask's one sync worker on /hello: the worker is busy for its CPU (0.6 ms) only, not
+    # for the client's and loopback's part of the round trip (Z = 5 ms on a loaded machine)
+    demand = Demand(0.0, 0.6, 5.0, None, K6_US)
+    p = model.predict("none", "hello", demand, 50, None, py(hello=1), 1)
+    assert p.ceilings["slots"] == pytest.approx(1 / 0.0006)
+    assert p.rps > 1000
 
 
 def test_vus_bound_below_capacity() -> None:
@@ -94,7 +103,7 @@ def test_open_rate_above_a_ceiling_is_overloaded() -> None:
     demand = Demand(100.0, 1.0, 0.5, None, K6_US)
     p = model.predict("sleep", "blocking", demand, 50, 50, py(blocking=1), 1)
     assert p.overloaded and p.bound == "slots"
-    assert p.rps == pytest.approx(1 / 0.1015)
+    assert p.rps == pytest.approx(1 / 0.101)  # S + d: no overshoot measured
     assert p.latency_ms is None
 
 

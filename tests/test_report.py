@@ -368,7 +368,7 @@ def test_bound_text_names_the_number_and_a_flood() -> None:
         predicted_rps=39.9, predicted_latency_ms=12531.0,
     )  # fmt: skip
     text = report.bound_text(Group(flood.key, [flood]))
-    assert text.startswith("slots: 40 × (1,000 ms wait + CPU)")
+    assert text.startswith("slots: 40 per (1,000 ms wait + CPU)")
     assert "flood: 500 VUs = 12× capacity, each waits 12.5 s" in text
     censored = CellResult(cell="flask/gunicorn/sequential?ms=100,n=10@vus=50#1", status="ok",
                           rps=0.9, bound="slots", censored="only 7 requests completed")  # fmt: skip
