@@ -71,9 +71,9 @@ def _used(before: tuple[float, float], after: tuple[float, float]) -> float:
 class ServerCost:
     cpu_ms: float | None  # server tree CPU per request
     overhead_ms: float  # median round trip minus the server's CPU (and no wait)
-    overshoot_ms: float = 0.0  # how much later than asked the waits of one request end
     upstream_cpu_ms: float | None  # upstream service CPU per request
     requests: int
+    overshoot_ms: float = 0.0  # how much later than asked the waits of one request end
 
 
 def calibration_query(endpoint: Endpoint, cell: Cell) -> str:
