@@ -46,13 +46,34 @@ def bench(tmp_path: Path, *args: str, measure_k6: bool = False) -> CellResult:
     return row
 
 
+def cost_under_load_ms(row: CellResult) -> tuple[float, float, float] | None:
+    """For a CPU-bound cell: (CPU per request during the load, as calibrated before it, the
+    share of its CPUs the resource got), from the sampler's observations."""
+    if not row.rps:
+        return None
+    if row.bound == "loadgen" and row.k6_cpu_pct and row.loadgen_us:
+        return row.k6_cpu_pct / 100 / row.rps * 1000, row.loadgen_us / 1000, row.k6_cpu_pct
+    if row.bound == "server-cpu" and row.server_cpu_pct and row.server_cpu_ms:
+        return row.server_cpu_pct / 100 / row.rps * 1000, row.server_cpu_ms, row.server_cpu_pct
+    return None
+
+
 def check(row: CellResult, bound: str) -> str | None:
     """Why the row does not show the bound as predicted (None when it does)."""
     if row.bound != bound:
         return f"bound {row.bound!r}, expected {bound!r}: {row}"
-    if row.efficiency is None or not BAND[0] <= row.efficiency <= BAND[1]:
-        return f"efficiency {row.efficiency} outside {BAND}: {row}"
-    return None
+    if row.efficiency is not None and BAND[0] <= row.efficiency <= BAND[1]:
+        return None
+    cost = cost_under_load_ms(row)
+    if cost and row.efficiency and row.efficiency < BAND[0]:
+        # Slower than the CPU ceiling: on a machine others share, the resource may not get its
+        # CPU. The model still holds if each request cost what the calibration measured and
+        # the resource was short of CPU (not saturated) - never if it was saturated.
+        during, before, share = cost
+        if 0.7 <= during / before <= 1.3 and share < 80:
+            return None
+        return f"{bound}: {during:.3f} ms/request under load vs {before:.3f} before: {row}"
+    return f"efficiency {row.efficiency} outside {BAND}: {row}"
 
 
 CASES = {
@@ -122,7 +143,7 @@ def test_fastapi_answers_a_flood_in_one_burst() -> None:
 
     firsts = {}
     for name in ("fastapi", "starlette"):
-        proc = server.target_server(find(name), env={"THREADS": "40"})
+        proc = server.target_server(find(name), env={"THREADS": "40", "WORKERS": "1"})
         proc.start(30)
         try:
             _, replies = probe.batch(proc.url, "/sync?ms=500", 120, timeout=60)
