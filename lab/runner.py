@@ -90,7 +90,9 @@ class Runner:
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             if todo and self.loadgen is None:
-                self.loadgen = calibrate.loadgen_cost(self.k6_cpus, self.server_cpus, self.run.logs)
+                self.loadgen = calibrate.loadgen_cost(
+                    self.k6_cpus, self.server_cpus, self.run.path / "calibration"
+                )
                 print(
                     f"k6 costs {self.loadgen.us_per_request:.0f} µs CPU per request "
                     f"({self.loadgen.source})",
