@@ -58,6 +58,7 @@ MIN_REQUESTS = 40
 # A cell the model says would complete fewer is lengthened, up to this many seconds; beyond it
 # the cell is marked censored instead of reporting a number that is not a throughput.
 MAX_CELL_S = 60.0
+PLAN_MARGIN = 2.0  # a lengthened cell is planned for this many times MIN_REQUESTS
 # A closed cell with this many VUs per slot is a flood: the rate is still C / S, but each
 # request waits N / X on average, and the order of answers is the server's (see CONTRACT.md).
 FLOOD = 10
@@ -229,11 +230,14 @@ def planned_duration_s(duration_s: float, predicted_rps: float | None) -> tuple[
     is censored if even that is too short ('' when it is not)."""
     if not predicted_rps or predicted_rps <= 0:
         return duration_s, ""
-    needed = MIN_REQUESTS / predicted_rps
-    if needed <= duration_s:
+    if MIN_REQUESTS / predicted_rps <= duration_s:
         return duration_s, ""
+    # Plan for twice the minimum: a server slower than predicted still completes enough.
+    needed = PLAN_MARGIN * MIN_REQUESTS / predicted_rps
     if needed <= MAX_CELL_S:
-        return math.ceil(needed), ""
+        return float(math.ceil(needed)), ""
+    if predicted_rps * MAX_CELL_S >= MIN_REQUESTS:
+        return MAX_CELL_S, ""
     return MAX_CELL_S, (
         f"the model predicts {predicted_rps:.3g} rps: {MAX_CELL_S:g} s (the cap) completes "
         f"about {predicted_rps * MAX_CELL_S:.0f} < {MIN_REQUESTS} requests"

@@ -149,8 +149,10 @@ def test_mva_queues_at_the_knee() -> None:
 def test_planned_duration() -> None:
     assert model.planned_duration_s(5.0, 100.0) == (5.0, "")
     assert model.planned_duration_s(5.0, None) == (5.0, "")
-    # flask /sequential: 1 rps -> 40 s for 40 requests
-    assert model.planned_duration_s(5.0, 1.0) == (40, "")
+    # 4 rps: 10 s would do, 20 s plans for twice the minimum (a slower server still counts)
+    assert model.planned_duration_s(5.0, 4.0) == (20, "")
+    # flask /sequential: 1 rps -> the 60 s cap, 60 requests: enough
+    assert model.planned_duration_s(5.0, 1.0) == (60, "")
     seconds, why = model.planned_duration_s(5.0, 0.5)
     assert seconds == model.MAX_CELL_S
     assert "30 < 40 requests" in why
