@@ -264,7 +264,9 @@ def bound_text(g: Group) -> str:
         wait = (row.predicted_latency_ms or 0) / 1000
         text += (
             f" · flood: {row.vus} VUs = {row.vus / row.capacity:.0f}× capacity, each waits "
-            f"{wait:.1f} s on average (Little's law); who is answered first is up to the server"
+            f"{wait:.1f} s on average (Little's law); a server that answers in bursts "
+            "(FastAPI's def endpoints, hypercorn's blocked loop: CONTRACT.md) counts one burst "
+            "more or less in a cell of a few rounds"
         )
     return text
 
