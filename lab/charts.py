@@ -394,3 +394,48 @@ def save_png(fig: Figure, path: Path) -> Path:
 
 def close(fig: Figure) -> None:
     plt.close(fig)
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str
+    predicted: float
+    measured: float
+    bound: str  # the model's limiting resource: the point's colour
+
+
+def predicted_vs_measured(points: Sequence[Point], title: str, tolerance: float) -> Figure:
+    """Every modelled cell as one point, measured rps against predicted rps on log-log axes,
+    coloured by the resource that limits it; the diagonal is a perfect model and the grey band
+    its tolerance. Points outside the band are labelled."""
+    fig, ax = plt.subplots(figsize=(7.5, 6.0))
+    values = [v for p in points for v in (p.predicted, p.measured) if v > 0]
+    low, high = (min(values) / 1.6, max(values) * 1.6) if values else (1.0, 10.0)
+    line = [low, high]
+    ax.fill_between(
+        line, [v * (1 - tolerance) for v in line], [v * (1 + tolerance) for v in line],
+        color="#9a9a9a", alpha=0.45, linewidth=0, label=f"±{tolerance:.0%}",
+    )  # fmt: skip
+    ax.plot(line, line, color=PREDICTED, linewidth=0.8)
+    bounds = _unique([p.bound or "no bound" for p in points])
+    palette = dict(zip(bounds, colours(len(bounds)), strict=True))
+    for b in bounds:
+        mine = [p for p in points if (p.bound or "no bound") == b]
+        ax.scatter(
+            [p.predicted for p in mine], [p.measured for p in mine],
+            s=22, color=palette[b], label=b, zorder=3, edgecolors="white", linewidths=0.4,
+        )  # fmt: skip
+    for p in points:
+        if p.predicted > 0 and not (1 - tolerance <= p.measured / p.predicted <= 1 + tolerance):
+            ax.annotate(p.label, (p.predicted, p.measured), fontsize=6.5, color="#444444",
+                        xytext=(4, -3), textcoords="offset points")  # fmt: skip
+    _log(ax, "x")
+    _log(ax, "y")
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_xlabel("predicted requests per second (model, before the load)")
+    ax.set_ylabel("measured requests per second")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", title="limited by", title_fontsize=8)
+    fig.tight_layout()
+    return fig

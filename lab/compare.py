@@ -29,7 +29,7 @@ def compare(a: Path, b: Path) -> list[dict[str, object]]:
         measured = [c for c in (x.cv, y.cv) if c is not None]
         noise = (sum(c * c for c in measured) / len(measured)) ** 0.5 if measured else ASSUMED_CV
         rps_a, rps_b = x.rps or 0.0, y.rps or 0.0
-        p95_a, p95_b = x.stat("p95") or float("nan"), y.stat("p95") or float("nan")
+        p95_a, p95_b = x.stat("lat_p95_ms") or float("nan"), y.stat("lat_p95_ms") or float("nan")
         d_rps = (rps_b - rps_a) / rps_a if rps_a else float("nan")
         d_p95 = (p95_b - p95_a) / p95_a if p95_a else float("nan")
         rows.append({

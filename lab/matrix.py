@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class Cell:
     rate: int | None
     duration: str
     repeat: int
+    _: KW_ONLY  # the optional axes below are named, never positional
     iterations: int | None = None  # requests per VU (k6 per-vu-iterations); None: duration
     python: str = ""  # interpreter label (lab.interpreters); "" = the default environment
 
@@ -311,7 +312,17 @@ def spec_cell(
     duration = str(spec.get("duration", matrix.duration))
     parse_duration(duration)
     params = _params(spec["endpoint"], Matrix(name, params=spec.get("params", {})), contract)
-    return Cell(target.name, profile, spec["endpoint"], params, vus, None, duration, 1, iterations)
+    return Cell(
+        target.name,
+        profile,
+        spec["endpoint"],
+        params,
+        vus,
+        None,
+        duration,
+        1,
+        iterations=iterations,
+    )
 
 
 def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -> list[Cell]:
@@ -363,7 +374,7 @@ def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -
                                     rate,
                                     matrix.duration,
                                     1,
-                                    python,
+                                    python=python,
                                 )
                             )
     if matrix.repeat == 1:

@@ -1,87 +1,275 @@
-"""The capacity model: what a cell's throughput and latency should be, from Little's law and
-what the server says of itself in /info. Each rule reads like the table in CONTRACT.md.
+"""The capacity model: a cell's throughput and latency predicted from every resource a request
+uses, each measured on the idle server before the load or stated by the server in /info.
+Nothing measured during a cell's own load enters its prediction (else efficiency would be a
+tautology). CONTRACT.md ("The capacity model") has the same rules as a table.
 
-  sleep/upstream, closed model, N VUs, capacity C, service time S:
-      rps = min(N, C) / S            latency = N / rps   (queueing beyond C)
-  open model at rate R:
-      rps = min(R, C / S)            latency = S below saturation; above it, overloaded
-  cpu: S calibrated on this target with one request at a time; C = parallel slots:
-      min(capacity, CPUs), and for Python inline work also at most one per worker (GIL)
-  hello: no model; a cell whose load generator is saturated is marked loadgen-bound
-  below the model on a waiting endpoint with the server's CPUs saturated: server-cpu-bound
+A closed k6 cell (N VUs, each sending its next request when the last one answered) is a
+closed queueing network. One request visits:
+
+  slots       the C waiting slots the server claims in /info (workers, threads, an event
+              loop, anyio tokens; C = inf when only connections bound it), each held for
+              the contract's waiting time S plus the request's server CPU d and the
+              waits' overshoot o (a sleep ends late by the timer's slack and the wake-up);
+  server-cpu  the server's CPUs: d = CPU time of the server's whole process tree per request
+              (HTTP parsing, the framework, an HTTP client's fan-out, the CPU work itself),
+              measured on the idle server over up to 8 kept-alive connections; m = the CPUs it
+              may use, and for Python at most one per worker process (one GIL each);
+  loadgen     the load side's CPUs: k6's CPU per request (measured once per run: lab.js on
+              /hello) plus, for /upstream, the upstream service's CPU per request (it shares
+              k6's CPUs);
+  overhead    Z: the rest of one round trip on the idle server (loopback, kernel, the
+              hand-off to a thread pool, a sleep's overshoot), a pure delay.
+
+Method. The slots hold a request for a fixed time (a sleep): with fixed service times a
+multi-server station has no queueing below its capacity and is saturated above it, so its
+asymptotic bound min(N / (S + d + Z), C / (S + d + o)) is exact on either side of the knee,
+where exact MVA (which assumes exponential service) would under-predict by 2-5 %. The CPUs are
+shared by many short, variable bursts (processor sharing by the kernel, the GIL), where
+queueing near saturation is real: for them we run exact mean-value analysis of the closed
+network (delay S + Z; the server and load-side CPUs as queueing stations, a multi-CPU station
+by Seidmann's approximation: demand d/m queueing plus d(m-1)/m delay, exact at both ends).
+The prediction is the smaller of the two. `bound` names the tightest asymptotic bound:
+slots (C / (S + d + o)), server-cpu (m / d), loadgen or upstream-cpu (CPUs / load-side CPU per
+request), or vus (N / (S + d + Z + load-side CPU): every VU is waiting for its own answer).
+Latency follows from Little's law: N / X.
+
+An open cell (k6 starts R requests per second with at most N VUs) serves R while R is below
+every ceiling (bound open-rate; latency S + Z plus each CPU's M/M/1 residence d / (1 - U));
+above one it is overloaded and serves that ceiling.
+
+Tolerance. Repeated cells agree within 0.03-1.5 % (coefficient of variation of rps over
+repeats, issue 8), and a cell that completes at least MIN_REQUESTS requests counts its rate to
+within 1 / MIN_REQUESTS = 2.5 %; ±5 % holds both with room, while a wrong capacity or a
+missing resource misses by far more (a whole factor for a capacity, 10-25 % for an HTTP
+client's CPU at the knee).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
-# A correct model lands within 10 %: k6 drains the last service time of every VU into the
-# cell's duration (1 % at S=100 ms over 10 s, 2 % over 5 s), each request adds 1-5 ms of HTTP
-# and scheduling to S (1-5 % at 100 ms), and repeated cells vary by a few percent. A wrong
-# capacity misses by a whole factor (1/C or more), far outside this band.
-TOLERANCE = 0.10
-LOADGEN_BOUND_PCT = 80.0  # k6 at this share of its CPUs is the bottleneck, not the server
-# A server this busy on a waiting endpoint is limited by its own CPU work (HTTP parsing,
-# an HTTP client's fan-out), which the waiting model leaves out.
-SERVER_BOUND_PCT = 85.0
+TOLERANCE = 0.05
+# A cell must complete this many requests to measure its rate: the count is exact to ±1
+# request (the first answers arrive one service time after the start), so 40 bound the error
+# by 2.5 %, half the tolerance.
+MIN_REQUESTS = 40
+# A cell the model says would complete fewer is lengthened, up to this many seconds; beyond it
+# the cell is marked censored instead of reporting a number that is not a throughput.
+MAX_CELL_S = 60.0
+PLAN_MARGIN = 2.0  # a lengthened cell is planned for this many times MIN_REQUESTS
+# A closed cell with this many VUs per slot is a flood: the rate is still C / S, but each
+# request waits N / X on average, and the order of answers is the server's (see CONTRACT.md).
+FLOOD = 10
+# Observations during the load (never part of a prediction): shown beside the verdict.
+LOADGEN_BOUND_PCT = 80.0  # k6 (plus the upstream) at this share of its CPUs
+SERVER_BOUND_PCT = 85.0  # the server's CPUs at this share, median of 0.25 s samples
+
+BOUNDS = ("slots", "server-cpu", "loadgen", "upstream-cpu", "vus", "open-rate")
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What one request needs, measured before the load (None: not measured)."""
+
+    service_ms: float  # waiting time S in a slot (contract); 0 for CPU endpoints
+    server_cpu_ms: float | None = None  # d
+    overhead_ms: float | None = None  # Z
+    upstream_cpu_ms: float | None = None
+    loadgen_us: float | None = None  # k6's CPU per request, in µs
+    overshoot_ms: float | None = None  # how late the waits end (holds the slot)
+
+    @property
+    def load_side_ms(self) -> float:
+        return (self.loadgen_us or 0.0) / 1000.0 + (self.upstream_cpu_ms or 0.0)
 
 
 @dataclass(frozen=True)
 class Prediction:
     rps: float | None
     latency_ms: float | None
-    slots: float | None  # requests served at once in the model (inf = unbounded)
-    service_ms: float | None
-    overloaded: bool = False  # open model with a rate above what the server can serve
+    bound: str  # one of BOUNDS, or "" without a model
+    ceilings: dict[str, float]  # each resource's asymptotic rps ceiling
+    overloaded: bool = False  # open model above a ceiling
+
+    @property
+    def loadgen_rps_max(self) -> float | None:
+        side = [v for k, v in self.ceilings.items() if k in ("loadgen", "upstream-cpu")]
+        return min(side) if side else None
 
 
-def parallel_slots(kind: str, endpoint: str, info: dict[str, Any]) -> float:
-    """How many requests the server serves at once for this endpoint."""
-    capacity = info.get("capacity", {}).get(endpoint)
-    slots = float("inf") if capacity is None else float(capacity)
+NO_MODEL = Prediction(None, None, "", {})
+
+
+def slots(kind: str, endpoint: str, info: dict[str, Any]) -> float:
+    """How many requests the server serves at once for this endpoint (inf: unbounded)."""
+    capacity = (info.get("capacity") or {}).get(endpoint)
+    value = math.inf if capacity is None else float(capacity)
     if kind == "cpu":
-        slots = min(slots, float(info.get("cpus") or 1))
-        if endpoint == "cpu" and info.get("language") == "python":
-            slots = min(slots, float(info.get("workers") or 1))  # one GIL per process
-    return slots
+        value = min(value, cpu_parallelism(endpoint, info))
+    return value
+
+
+def cpu_parallelism(endpoint: str, info: dict[str, Any]) -> float:
+    """CPUs the server's own work can use at once: its CPUs, and for Python at most one per
+    worker process (one GIL each) except for the work a process pool does."""
+    cpus = float(info.get("cpus") or 1)
+    if info.get("language") == "python" and endpoint != "cpu-pool":
+        return min(cpus, float(info.get("workers") or 1))
+    return cpus
+
+
+def mva(n: int, delay_s: float, stations: list[tuple[float, float]]) -> tuple[float, list[float]]:
+    """Exact MVA of a closed network: n customers, a pure delay, and queueing stations given
+    as (demand s, servers m) with Seidmann's approximation for m > 1. Returns the throughput
+    and each station's utilisation."""
+    queued = [(d / m, d * (m - 1) / m) for d, m in stations if d > 0]
+    delay = delay_s + sum(extra for _, extra in queued)
+    q = [0.0] * len(queued)
+    x = 0.0
+    for k in range(1, n + 1):
+        r = [d * (1 + qi) for (d, _), qi in zip(queued, q, strict=True)]
+        cycle = delay + sum(r)
+        if cycle <= 0:
+            return math.inf, [0.0 for _ in stations]
+        x = k / cycle
+        q = [x * ri for ri in r]
+    return x, [min(1.0, x * d / m) for d, m in stations]
 
 
 def predict(
     kind: str,
     endpoint: str,
-    service_ms: float | None,
+    demand: Demand,
     vus: int,
     rate: float | None,
     info: dict[str, Any],
+    loadgen_cpus: float,
 ) -> Prediction:
-    """The model's throughput and mean latency for one cell; None where it has no rule."""
-    if kind not in ("sleep", "upstream", "cpu") or not service_ms or not info:
-        return Prediction(None, None, None, service_ms)
-    slots = parallel_slots(kind, endpoint, info)
-    s = service_ms / 1000.0
+    """The model's throughput, mean latency and limiting resource for one cell."""
+    if kind not in ("sleep", "upstream", "cpu", "none") or not info:
+        return NO_MODEL
+    d = (demand.server_cpu_ms or 0.0) / 1000.0
+    s = demand.service_ms / 1000.0 if kind != "cpu" else 0.0
+    z = (demand.overhead_ms or 0.0) / 1000.0
+    load = demand.load_side_ms / 1000.0
+    if kind == "cpu" and d <= 0:
+        return NO_MODEL  # a CPU endpoint without its CPU time has nothing to predict from
+    if s + d + z + load <= 0:
+        return NO_MODEL  # /hello with nothing measured
+    m_server = slots(kind, endpoint, info) if kind == "cpu" else cpu_parallelism(endpoint, info)
+    c = slots(kind, endpoint, info) if kind != "cpu" else math.inf
+    load_name = (
+        "upstream-cpu"
+        if (demand.upstream_cpu_ms or 0.0) > (demand.loadgen_us or 0.0) / 1000.0
+        else "loadgen"
+    )
+    ceilings: dict[str, float] = {}
+    hold = s + d + (demand.overshoot_ms or 0.0) / 1000.0
+    if math.isfinite(c) and hold > 0:
+        ceilings["slots"] = c / hold
+    if d > 0:
+        ceilings["server-cpu"] = m_server / d
+    if load > 0:
+        ceilings[load_name] = loadgen_cpus / load
+    stations = [(d, m_server), (load, loadgen_cpus)]
     if rate:
-        ceiling = slots / s
-        if rate > ceiling:
-            return Prediction(ceiling, None, slots, service_ms, overloaded=True)
-        return Prediction(float(rate), service_ms, slots, service_ms)
-    rps = min(float(vus), slots) / s
-    return Prediction(rps, vus / rps * 1000.0, slots, service_ms)
+        return _open(float(rate), vus, s, z, stations, ceilings)
+    ceilings["vus"] = vus / (s + d + z + load)
+    x_cpu, _ = mva(vus, s + z, stations)
+    x = min(x_cpu, ceilings.get("slots", math.inf))
+    bound = min(ceilings, key=lambda k: ceilings[k])
+    return Prediction(x, vus / x * 1000.0, bound, ceilings)
 
 
-def verdict(efficiency: float | None, loadgen_bound: bool, server_cpu_bound: bool = False) -> str:
-    if loadgen_bound and (efficiency is None or efficiency < 1 - TOLERANCE):
-        return "loadgen-bound"
-    if efficiency is None:
-        return "no model"
-    if efficiency < 1 - TOLERANCE:
-        return "server-cpu-bound" if server_cpu_bound else "below model"
-    if efficiency > 1 + TOLERANCE:
-        return "above model"
-    return "as predicted"
+def _open(
+    rate: float,
+    vus: int,
+    s: float,
+    z: float,
+    stations: list[tuple[float, float]],
+    ceilings: dict[str, float],
+) -> Prediction:
+    # At most `vus` requests in flight: the closed network with N VUs is one more ceiling.
+    x_vus, _ = mva(vus, s + z, stations)
+    ceilings["vus"] = min(x_vus, ceilings.get("slots", math.inf))
+    limit = min(ceilings, key=lambda k: ceilings[k])
+    if rate >= ceilings[limit]:
+        return Prediction(ceilings[limit], None, limit, ceilings, overloaded=True)
+    residence = sum((d / m) / (1 - rate * d / m) + d * (m - 1) / m for d, m in stations if d > 0)
+    latency = s + z + residence
+    ceilings["open-rate"] = rate
+    return Prediction(rate, latency * 1000.0, "open-rate", ceilings)
 
 
 def efficiency(measured_rps: float | None, predicted_rps: float | None) -> float | None:
     if not measured_rps or not predicted_rps:
         return None
     return measured_rps / predicted_rps
+
+
+def verdict(status: str, efficiency: float | None, censored: str = "") -> str:
+    """The one verdict of a cell (or of a group's median): runner and report both call it.
+    An error row gets no model verdict; a censored one is not judged."""
+    if status != "ok":
+        return "error"
+    if censored:
+        return "censored"
+    if efficiency is None:
+        return "no model"
+    if efficiency < 1 - TOLERANCE:
+        return "below model"
+    if efficiency > 1 + TOLERANCE:
+        return "above model"
+    return "as predicted"
+
+
+def planned_duration_s(duration_s: float, predicted_rps: float | None) -> tuple[float, str]:
+    """How long to run a cell so it completes MIN_REQUESTS (at most MAX_CELL_S), and why it
+    is censored if even that is too short ('' when it is not)."""
+    if not predicted_rps or predicted_rps <= 0:
+        return duration_s, ""
+    if MIN_REQUESTS / predicted_rps <= duration_s:
+        return duration_s, ""
+    # Plan for twice the minimum: a server slower than predicted still completes enough.
+    needed = PLAN_MARGIN * MIN_REQUESTS / predicted_rps
+    if needed <= MAX_CELL_S:
+        return float(math.ceil(needed)), ""
+    if predicted_rps * MAX_CELL_S >= MIN_REQUESTS:
+        return MAX_CELL_S, ""
+    return MAX_CELL_S, (
+        f"the model predicts {predicted_rps:.3g} rps: {MAX_CELL_S:g} s (the cap) completes "
+        f"about {predicted_rps * MAX_CELL_S:.0f} < {MIN_REQUESTS} requests"
+    )
+
+
+def too_few(requests: int | None) -> str:
+    """Censoring seen afterwards: the cell completed too few requests to count its rate."""
+    if requests is not None and requests < MIN_REQUESTS:
+        return f"only {requests} requests completed (< {MIN_REQUESTS}): the rate is not measured"
+    return ""
+
+
+def limit_text(bound: str, r: Any) -> str:
+    """The limiting resource with the measured number behind it, for the report."""
+
+    def f(v: float | None, unit: str) -> str:
+        if v is None:
+            return "?"
+        return f"{v:,.0f} {unit}" if v >= 100 else f"{v:.3g} {unit}"
+
+    match bound:
+        case "slots":
+            return f"slots: {r.capacity} per ({f(r.service_ms, 'ms')} wait + CPU)"
+        case "server-cpu":
+            return f"server CPU {f(r.server_cpu_ms, 'ms')}/request"
+        case "loadgen":
+            return f"k6 {f(r.loadgen_us, 'µs')}/request → {f(r.loadgen_rps_max, 'rps')} max"
+        case "upstream-cpu":
+            return f"upstream {f(r.upstream_cpu_ms, 'ms')}/request on k6's CPUs"
+        case "vus":
+            return f"{r.vus} VUs / ({f(r.service_ms, 'ms')} + {f(r.overhead_ms, 'ms')} round trip)"
+        case "open-rate":
+            return f"open rate {r.rate}/s"
+    return bound

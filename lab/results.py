@@ -15,22 +15,12 @@ from typing import Any
 
 import psutil
 
-from lab import ROOT
+from lab import ROOT, record
+from lab.record import CellResult
 
 RESULTS_DIR = ROOT / "results"
 
-COLUMNS = [
-    "run_id", "cell", "target", "profile", "endpoint", "ms", "n", "vus", "rate",
-    "duration_s", "repeat", "python", "python_impl", "gil", "status", "error",
-    "requests", "rps", "failed_requests", "failed_rate", "failures", "dropped",
-    "lat_avg_ms", "lat_p50_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms",
-    "canary_p50_ms", "canary_p99_ms",
-    "server_cpu_pct", "server_busy_pct", "server_rss_mb", "k6_cpu_pct", "upstream_cpu_pct",
-    "loadgen_bound", "server_cpu_bound",
-    "workers", "threads", "capacity", "server_cpus", "k6_cpus",
-    "service_ms", "predicted_rps", "predicted_latency_ms", "efficiency", "verdict",
-    "restarts", "server_start_s", "server_stop_s", "cell_s", "started_at",
-]  # fmt: skip
+COLUMNS = record.COLUMNS  # one typed record owns the columns (lab/record.py)
 
 
 def new_run_id(base: Path = RESULTS_DIR) -> str:
@@ -88,12 +78,13 @@ class RunDir:
         tmp.symlink_to(self.path.name)
         tmp.replace(link)  # atomic: readers never see a missing link
 
-    def append(self, row: dict[str, Any]) -> None:
-        """One cell's row, on disk before the next cell starts."""
+    def append(self, row: CellResult | dict[str, Any]) -> None:
+        """One cell's row, on disk before the next cell starts. A dict is taken as columns
+        (keys that are not columns are ignored)."""
+        if isinstance(row, dict):
+            row = CellResult(**{k: v for k, v in row.items() if k in COLUMNS})
         with self.csv_path.open("a", newline="") as f:
-            csv.DictWriter(f, COLUMNS, extrasaction="ignore").writerow(
-                {k: _cell(row.get(k)) for k in COLUMNS}
-            )
+            csv.DictWriter(f, COLUMNS).writerow(row.to_csv())
             f.flush()
             os.fsync(f.fileno())
 
@@ -124,6 +115,9 @@ class RunDir:
             writer.writerows(r for r in rows if r.get("status") == "ok")
         tmp.replace(self.csv_path)
         return len(errors)
+
+    def records(self) -> list[CellResult]:
+        return [CellResult.from_csv(d) for d in self.rows() if d.get("cell")]
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Atomically: readers see the old run.json or the new one. On a full disk the old
@@ -176,18 +170,6 @@ def mark_if_died(run: RunDir) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             run.write_meta(meta)
     return meta
-
-
-def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:.6g}" if abs(value) < 1e15 else str(value)
-    if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"))
-    return value
 
 
 def _run(*cmd: str) -> str:

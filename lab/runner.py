@@ -9,7 +9,6 @@ import json
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,12 +18,23 @@ from typing import Any
 
 import psutil
 
-from lab import children, interpreters, interrupt, loadgen, model, probe, results, server
+from lab import (
+    calibrate,
+    children,
+    interpreters,
+    interrupt,
+    loadgen,
+    model,
+    probe,
+    results,
+    server,
+)
 from lab.contract import load
 from lab.matrix import Cell
 from lab.progress import Progress, clock
+from lab.record import CellResult
 from lab.results import RunDir, provenance
-from lab.sampler import Sampler, cpu_seconds
+from lab.sampler import Sampler
 from lab.targets import find
 
 OVERHEAD_ESTIMATE_S = 4.0  # start, health, warm-up, stop: what a cell costs beyond its load
@@ -78,10 +88,11 @@ class Runner:
         self.server_cpus, self.k6_cpus = cpu_split(options.pin and not options.url)
         self.upstream: server.ServerProcess | None = None
         self.servers: dict[str, Any] = {}
+        self.loadgen: calibrate.LoadgenCost | None = None  # k6's cost per request, per run
 
     # --- the run ------------------------------------------------------------------------
 
-    def execute(self, cells: list[Cell], done: set[str]) -> list[dict[str, Any]]:
+    def execute(self, cells: list[Cell], done: set[str]) -> list[CellResult]:
         """Run every cell whose id is not in `done`; returns this session's rows."""
         todo = [c for c in cells if c.id not in done]
         print(
@@ -92,12 +103,21 @@ class Runner:
             file=sys.stderr,
         )
         progress = Progress(len(todo), estimate_s(todo))
-        rows: list[dict[str, Any]] = []
+        rows: list[CellResult] = []
         if self.k6_cpus:
             # The runner (its sampler, probes and calibration) measures: it sits with k6,
             # leaving the server's CPUs to the server alone.
             os.sched_setaffinity(0, self.k6_cpus)
         try:
+            if todo and self.loadgen is None:
+                self.loadgen = calibrate.loadgen_cost(
+                    self.k6_cpus, self.server_cpus, self.run.path / "calibration"
+                )
+                print(
+                    f"k6 costs {self.loadgen.us_per_request:.0f} µs CPU per request "
+                    f"({self.loadgen.source})",
+                    file=sys.stderr,
+                )
             for cell in todo:
                 progress.show(cell.id)
                 row = self.cell(cell, index=len(done) + len(rows) + 1)
@@ -121,27 +141,26 @@ class Runner:
 
     # --- one cell -------------------------------------------------------------------------
 
-    def cell(self, cell: Cell, index: int) -> dict[str, Any]:
+    def cell(self, cell: Cell, index: int) -> CellResult:
         cell_started = time.monotonic()
         endpoint = self.contract[cell.endpoint]
-        row: dict[str, Any] = {
-            "run_id": self.run.run_id,
-            "cell": cell.id,
-            "target": cell.target,
-            "profile": cell.profile,
-            "endpoint": cell.endpoint,
-            "ms": cell.param("ms"),
-            "n": cell.param("n"),
-            "vus": cell.vus,
-            "rate": cell.rate,
-            "duration_s": cell.duration_s,
-            "repeat": cell.repeat,
-            "status": "ok",
-            "error": "",
-            "server_cpus": _cpus(self.server_cpus) if not self.options.url else "",
-            "k6_cpus": _cpus(self.k6_cpus),
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+        row = CellResult(
+            run_id=self.run.run_id,
+            cell=cell.id,
+            target=cell.target,
+            profile=cell.profile,
+            endpoint=cell.endpoint,
+            ms=cell.param("ms"),
+            n=cell.param("n"),
+            vus=cell.vus,
+            rate=cell.rate,
+            duration_s=cell.duration_s,
+            repeat=cell.repeat,
+            status="ok",
+            server_cpus=_cpus(self.server_cpus) if not self.options.url else "",
+            k6_cpus=_cpus(self.k6_cpus),
+            started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
         stem = self._stem(cell, index)
         proc: server.ServerProcess | None = None
         k6run: loadgen.K6Run | None = None
@@ -152,7 +171,7 @@ class Runner:
                 base = self.options.url.rstrip("/")
             else:
                 env = interpreter(cell)
-                row.update(interpreters.row_fields({}, env))
+                row.update(**interpreters.row_fields({}, env))
                 upstream_url = self._upstream_url() if endpoint.kind == "upstream" else ""
                 proc = server.target_server(
                     find(cell.target),
@@ -165,24 +184,21 @@ class Runner:
                 )
                 started = time.monotonic()
                 proc.start(self.options.health_timeout)
-                row["server_start_s"] = time.monotonic() - started
+                row.server_start_s = time.monotonic() - started
                 base = proc.url
             status, info = server.get_json(f"{base}/info")
             info = info if status == 200 and isinstance(info, dict) else {}
             self.servers.setdefault(cell.series, info)
-            row.update(interpreters.row_fields(info, env))
+            row.update(**interpreters.row_fields(info, env))
             row.update(
                 workers=info.get("workers"),
                 threads=info.get("threads"),
                 capacity=info.get("capacity", {}).get(cell.endpoint),
             )
             warm_up(base, endpoint.path, cell)
-            service_ms = (
-                calibrate(base, endpoint.path, cell, proc.pid if proc else None)
-                if endpoint.kind == "cpu"
-                else endpoint.service_ms(dict(cell.params))
-            )
-            row["service_ms"] = service_ms
+            # The model's inputs, on the idle server, and its prediction: before the load.
+            prediction = self.predict(cell, endpoint, base, proc, info, row)
+            seconds, row.censored = model.planned_duration_s(cell.duration_s, prediction.rps)
             # Before the load: afterwards, requests k6 gave up on can still fill the server's
             # queue (a sync worker works through its listen backlog), and the picture with them.
             if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:
@@ -190,7 +206,7 @@ class Runner:
             summary = self.run.summaries / f"{stem}.json"
             upstream = self.upstream if endpoint.kind == "upstream" else None
             k6run = loadgen.start(
-                cell,
+                calibrate.with_duration(cell, seconds),
                 base,
                 summary,
                 self.run.logs / f"{stem}-k6.log",
@@ -201,14 +217,15 @@ class Runner:
             if upstream:
                 pids["upstream"] = upstream.pid  # it shares the load side's CPUs
             sampler = Sampler(pids).start()
-            budget = cell.duration_s + self.options.k6_margin_s
+            budget = seconds + self.options.k6_margin_s
             code = k6run.wait(timeout=budget)
             usage = sampler.stop()
-            row.update(_usage(usage, self.server_cpus, self.k6_cpus))
-            row["restarts"] = len(sampler.ended("server")) if proc else None
+            row.update(**_usage(usage, self.server_cpus, self.k6_cpus))
+            row.restarts = len(sampler.ended("server")) if proc else None
             data = loadgen.read_summary(summary)
             if data is not None:
-                row.update(loadgen.parse_summary(data))
+                row.update(**loadgen.parse_summary(data))
+                row.measured_s = _measured_s(data)
             problems = []
             if proc and not proc.alive():
                 problems.append(
@@ -226,28 +243,29 @@ class Runner:
                     f"k6 {children.describe_exit(code)} and wrote no summary"
                     + _disk_note(self.run.path)
                 )
-            elif row["failed_requests"] and _failed_share(row) > FAILED_SHARE_MAX:
+            elif row.failed_requests and _failed_share(row) > FAILED_SHARE_MAX:
                 problems.append(
-                    f"{row['failed_requests']} of {row['requests'] + row['failed_requests']} "
+                    f"{row.failed_requests} of {(row.requests or 0) + row.failed_requests} "
                     f"requests failed ({_failed_share(row):.2%}, above {FAILED_SHARE_MAX:.1%})"
                 )
-            elif not row["requests"]:
+            elif not row.requests:
                 problems.append("no successful requests (server stopped answering?)")
-            if row.get("restarts"):
+            if row.restarts:
                 ended = ", ".join(map(str, sampler.ended("server")))
                 problems.append(
-                    f"{row['restarts']} serving process(es) of the server ended during the cell "
+                    f"{row.restarts} serving process(es) of the server ended during the cell "
                     f"(pid {ended}), so it was not measured as configured"
                 )
             if problems:
-                failures = f": {row['failures']}" if row.get("failures") else ""
+                failures = f": {row.failures}" if row.failures else ""
                 # the server's last words, when it is the server that failed
-                server_failed = proc and (not proc.alive() or not row.get("requests"))
+                server_failed = proc and (not proc.alive() or not row.requests)
                 tail = proc.log_tail(5) if server_failed else ""
                 raise CellError("; ".join(problems) + failures + (f" | {tail}" if tail else ""))
-            row.update(self.model(cell, endpoint.kind, service_ms, info, row))
-        except (CellError, server.ServerError, OSError) as exc:
+            judge(row)
+        except (CellError, server.ServerError, calibrate.CalibrationError, OSError) as exc:
             row.update(status="error", error=_one_line(_explain(exc, self.run.path)))
+            judge(row)
         finally:
             with interrupt.shielded():  # bounded: a few seconds at most, whatever died
                 if sampler:
@@ -256,10 +274,10 @@ class Runner:
                     k6run.kill()
                 if proc:
                     report = proc.stop()
-                    row["server_stop_s"] = report.seconds
-                    if not report.clean and row["status"] == "ok":
-                        row["error"] = f"stop needed SIGKILL for {report.leftover}"
-                row["cell_s"] = time.monotonic() - cell_started
+                    row.server_stop_s = report.seconds
+                    if not report.clean and row.status == "ok":
+                        row.error = f"stop needed SIGKILL for {report.leftover}"
+                row.cell_s = time.monotonic() - cell_started
         return row
 
     def _stem(self, cell: Cell, index: int) -> str:
@@ -275,10 +293,10 @@ class Runner:
             unique = f"{stem}-a{attempt}"
         return unique
 
-    def timeline(self, base: str, path: str, cell: Cell, row: dict[str, Any], stem: str) -> None:
+    def timeline(self, base: str, path: str, cell: Cell, row: CellResult, stem: str) -> None:
         """Per-request start, end and worker pid of a batch of 2 x capacity requests released
         at once on the idle server (the picture tutorials draw from access logs)."""
-        capacity = row.get("capacity")
+        capacity = row.capacity
         k = min(TIMELINE_MAX, 2 * capacity) if capacity else TIMELINE_MAX // 2
         try:
             _, replies = probe.batch(base, path + _query(cell), k, timeout=60)
@@ -303,31 +321,71 @@ class Runner:
         }
         (self.run.timelines / f"{stem}.json").write_text(json.dumps(doc, indent=1))
 
-    def model(
-        self, cell: Cell, kind: str, service_ms: float | None, info: dict[str, Any], row: dict
-    ) -> dict[str, Any]:
-        p = model.predict(kind, cell.endpoint, service_ms, cell.vus, cell.rate, info)
-        eff = model.efficiency(row.get("rps"), p.rps)
-        return {
-            "predicted_rps": p.rps,
-            "predicted_latency_ms": p.latency_ms,
-            "efficiency": eff,
-            # A saturated server explains a waiting cell; a CPU cell is meant to be CPU-bound.
-            "verdict": model.verdict(
-                eff,
-                bool(row.get("loadgen_bound")),
-                kind in ("sleep", "upstream") and bool(row.get("server_cpu_bound")),
-            ),
-        }
+    def predict(
+        self,
+        cell: Cell,
+        endpoint: Any,
+        base: str,
+        proc: server.ServerProcess | None,
+        info: dict[str, Any],
+        row: CellResult,
+    ) -> model.Prediction:
+        """Calibrate on the idle server and predict the cell; fills the model's columns."""
+        upstream_pid = self.upstream.pid if endpoint.kind == "upstream" and self.upstream else None
+        cost = calibrate.server_cost(base, endpoint, cell, proc.pid if proc else None, upstream_pid)
+        k6 = self.loadgen
+        demand = model.Demand(
+            service_ms=endpoint.service_ms(dict(cell.params)) or 0.0,
+            server_cpu_ms=cost.cpu_ms,
+            overhead_ms=cost.overhead_ms,
+            upstream_cpu_ms=cost.upstream_cpu_ms,
+            loadgen_us=k6.us_per_request if k6 else None,
+            overshoot_ms=cost.overshoot_ms,
+        )
+        load_cpus = len(self.k6_cpus) if self.k6_cpus else (os.cpu_count() or 1)
+        p = model.predict(
+            endpoint.kind, cell.endpoint, demand, cell.vus, cell.rate, info, load_cpus
+        )
+        row.update(
+            service_ms=demand.service_ms,
+            server_cpu_ms=cost.cpu_ms,
+            overhead_ms=cost.overhead_ms,
+            overshoot_ms=cost.overshoot_ms,
+            upstream_cpu_ms=cost.upstream_cpu_ms,
+            loadgen_us=demand.loadgen_us,
+            loadgen_rps_max=p.loadgen_rps_max,
+            predicted_rps=p.rps,
+            predicted_latency_ms=p.latency_ms,
+            bound=p.bound,
+        )
+        return p
+
+
+def judge(row: CellResult) -> None:
+    """Efficiency and the verdict, once the cell is measured (lab.model.verdict decides)."""
+    if row.status == "ok" and not row.censored:
+        row.censored = model.too_few(row.requests)
+    row.efficiency = (
+        model.efficiency(row.rps, row.predicted_rps)
+        if row.status == "ok" and not row.censored
+        else None
+    )
+    row.verdict = model.verdict(row.status, row.efficiency, row.censored)
+
+
+def _measured_s(data: dict[str, Any]) -> float | None:
+    """How long k6 really ran the cell (the duration, plus what the graceful stop used)."""
+    ms = (data.get("state") or {}).get("testRunDurationMs")
+    return ms / 1000.0 if isinstance(ms, int | float) else None
 
 
 class CellError(RuntimeError):
     """The cell could not be measured; the message says why."""
 
 
-def _failed_share(row: dict[str, Any]) -> float:
-    total = (row.get("requests") or 0) + (row.get("failed_requests") or 0)
-    return (row.get("failed_requests") or 0) / total if total else 0.0
+def _failed_share(row: CellResult) -> float:
+    total = (row.requests or 0) + (row.failed_requests or 0)
+    return (row.failed_requests or 0) / total if total else 0.0
 
 
 def _disk_note(path: Path) -> str:
@@ -381,12 +439,14 @@ def _usage(
     }
 
 
-def _brief(row: dict[str, Any]) -> str:
-    if row["status"] != "ok":
-        return f"ERROR {row['error'][:100]}"
-    eff = row.get("efficiency")
-    eff_text = f" eff {eff:.2f}" if eff else ""
-    return f"{row['rps']:.1f} rps, p95 {row['lat_p95_ms']:.0f} ms{eff_text} ({row['verdict']})"
+def _brief(row: CellResult) -> str:
+    if row.status != "ok":
+        return f"ERROR {row.error[:100]}"
+    eff_text = f" eff {row.efficiency:.2f}" if row.efficiency else ""
+    return (
+        f"{row.rps or 0:.1f} rps, p95 {row.lat_p95_ms or 0:.0f} ms{eff_text} "
+        f"({row.verdict}; {row.bound or 'no bound'})"
+    )
 
 
 def _query(cell: Cell, **override: int) -> str:
@@ -401,32 +461,6 @@ def warm_up(base: str, path: str, cell: Cell) -> None:
     k = min(cell.vus, 16)
     with ThreadPoolExecutor(k) as pool:
         list(pool.map(lambda _: server.get_json(url, timeout=30), range(k)))
-
-
-CALIBRATION_S = 0.5  # enough server CPU time that the kernel's 10 ms accounting ticks blur < 2 %
-CALIBRATION_MAX = 500  # requests
-
-
-def calibrate(base: str, path: str, cell: Cell, server_pid: int | None = None) -> float:
-    """Service time of a CPU request on this server, one request at a time: the CPU time its
-    whole process tree spends per request (the work, HTTP included, not the client's share),
-    or, for a server we cannot see (--url), the median latency. Requests go on until the
-    server has used CALIBRATION_S of CPU (at least 3, at most CALIBRATION_MAX)."""
-    times: list[float] = []
-    # One kept-alive connection, as k6 uses: a new connection per request would charge its
-    # setup to every request (a sixth of the work of a 1 ms Go request).
-    with probe.Connection(base, timeout=60) as conn:
-        cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
-        used = 0.0
-        while len(times) < CALIBRATION_MAX and (len(times) < 3 or used < CALIBRATION_S):
-            reply = conn.get(path + _query(cell))
-            if reply.status != 200:
-                raise CellError(f"calibration request answered {reply.status}")
-            times.append(reply.seconds * 1000)
-            used = (cpu_seconds(server_pid) - cpu_before) if server_pid else sum(times) / 1000
-    if server_pid and used > 0:
-        return used / len(times) * 1000
-    return statistics.median(times)
 
 
 def start_run(
@@ -464,22 +498,24 @@ def runner_identity() -> dict[str, Any]:
 
 def finish_run(run: RunDir, meta: dict[str, Any], runner: Runner, status: str) -> None:
     meta["servers"] = {**meta.get("servers", {}), **runner.servers}
+    if runner.loadgen:
+        meta["loadgen"] = runner.loadgen.to_json()
     meta["status"] = status
     meta["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     run.write_meta(meta)
 
 
-def summary_table(rows: list[dict[str, Any]]) -> str:
+def summary_table(rows: list[CellResult]) -> str:
     head = f"{'cell':<52} {'rps':>9} {'p95 ms':>9} {'eff':>5}  verdict"
     lines = [head, "-" * len(head)]
     for r in rows:
-        if r["status"] != "ok":
-            lines.append(f"{r['cell']:<52} {'error':>9}  {r['error'][:60]}")
+        if r.status != "ok":
+            lines.append(f"{r.cell:<52} {'error':>9}  {r.error[:60]}")
             continue
-        eff = f"{r['efficiency']:.2f}" if r.get("efficiency") else "-"
-        lines.append(
-            f"{r['cell']:<52} {r['rps']:>9.1f} {r['lat_p95_ms']:>9.1f} {eff:>5}  {r['verdict']}"
-        )
+        eff = f"{r.efficiency:.2f}" if r.efficiency else "-"
+        rps = f"{r.rps:>9.1f}" if r.rps is not None else f"{'-':>9}"
+        p95 = f"{r.lat_p95_ms:>9.1f}" if r.lat_p95_ms is not None else f"{'-':>9}"
+        lines.append(f"{r.cell:<52} {rps} {p95} {eff:>5}  {r.verdict} ({r.bound or '-'})")
     return "\n".join(lines)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any
 from lab import model
 from lab.contract import load as load_contract
 from lab.matrix import python_of, python_suffix
+from lab.record import CellResult
 
 # Repeats of one cell whose throughput varies more than this (coefficient of variation: the
 # sample standard deviation of their rps over its mean) are flagged noisy. Back-to-back runs on
@@ -26,82 +26,7 @@ NOISY_CV = 0.05
 
 # --- rows and groups --------------------------------------------------------------------------
 
-
-def _float(value: str | None) -> float | None:
-    try:
-        number = float(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-    return number if number is not None and math.isfinite(number) else None
-
-
-def _int(value: str | None) -> int | None:
-    number = _float(value)
-    return None if number is None else int(number)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One CSV row (one measured cell), with numbers parsed; None where empty."""
-
-    cell: str
-    target: str
-    profile: str
-    endpoint: str
-    params: str
-    vus: int | None
-    rate: int | None
-    repeat: int
-    status: str
-    error: str
-    rps: float | None
-    p50: float | None
-    p95: float | None
-    p99: float | None
-    canary_p50: float | None
-    canary_p99: float | None
-    predicted_rps: float | None
-    predicted_latency_ms: float | None
-    efficiency: float | None
-    verdict: str
-    loadgen_bound: bool
-    k6_cpu_pct: float | None
-    server_cpu_bound: bool = False
-
-    @property
-    def key(self) -> str:
-        """The cell's id without its #repeat suffix: what repeats have in common."""
-        return self.cell.rsplit("#", 1)[0]
-
-    @classmethod
-    def from_csv(cls, d: dict[str, str | None]) -> Row:
-        cell = d.get("cell") or ""
-        params = cell.split("?", 1)[1].split("@", 1)[0] if "?" in cell else ""
-        return cls(
-            cell=cell,
-            target=d.get("target") or "?",
-            profile=d.get("profile") or "?",
-            endpoint=d.get("endpoint") or "?",
-            params=params,
-            vus=_int(d.get("vus")),
-            rate=_int(d.get("rate")),
-            repeat=_int(d.get("repeat")) or 1,
-            status=d.get("status") or "error",
-            error=d.get("error") or "",
-            rps=_float(d.get("rps")),
-            p50=_float(d.get("lat_p50_ms")),
-            p95=_float(d.get("lat_p95_ms")),
-            p99=_float(d.get("lat_p99_ms")),
-            canary_p50=_float(d.get("canary_p50_ms")),
-            canary_p99=_float(d.get("canary_p99_ms")),
-            predicted_rps=_float(d.get("predicted_rps")),
-            predicted_latency_ms=_float(d.get("predicted_latency_ms")),
-            efficiency=_float(d.get("efficiency")),
-            verdict=d.get("verdict") or "",
-            loadgen_bound=(d.get("loadgen_bound") or "").lower() == "true",
-            k6_cpu_pct=_float(d.get("k6_cpu_pct")),
-            server_cpu_bound=(d.get("server_cpu_bound") or "").lower() == "true",
-        )
+Row = CellResult  # one CSV row (one measured cell), typed by lab/record.py
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -163,16 +88,25 @@ class Group:
 
     @property
     def loadgen_bound(self) -> bool:
-        return any(r.loadgen_bound for r in self.ok)
+        """The model predicts the load generator (k6, or the upstream beside it) as the limit."""
+        return self.bound in ("loadgen", "upstream-cpu")
+
+    @property
+    def bound(self) -> str:
+        """The limiting resource the model names most often over the repeats."""
+        names = [r.bound for r in self.ok if r.bound]
+        return max(set(names), key=names.count) if names else ""
+
+    @property
+    def censored(self) -> str:
+        return next((r.censored for r in self.ok if r.censored), "")
 
     @property
     def verdict(self) -> str:
+        """The median repeat judged by the one verdict function (lab.model.verdict)."""
         if not self.ok:
             return "error"
-        if len(self.ok) == 1 and self.ok[0].verdict:
-            return self.ok[0].verdict
-        server_bound = any(r.server_cpu_bound for r in self.ok)
-        return model.verdict(self.efficiency, self.loadgen_bound, server_bound)
+        return model.verdict("ok", self.efficiency, self.censored)
 
     def stat(self, name: str) -> float | None:
         return self._med(lambda r: getattr(r, name))
@@ -192,7 +126,7 @@ def read_rows(csv_path: Path) -> list[Row]:
     if not csv_path.is_file():
         return []
     with csv_path.open(newline="") as f:
-        return [Row.from_csv(d) for d in csv.DictReader(f) if d.get("cell")]
+        return [CellResult.from_csv(d) for d in csv.DictReader(f) if d.get("cell")]
 
 
 def _endpoint_order() -> list[str]:

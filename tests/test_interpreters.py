@@ -139,7 +139,7 @@ def test_repeats_spread_every_interpreter() -> None:
 
 
 def test_cell_id_names_the_interpreter() -> None:
-    cell = Cell("fastapi", "uvicorn", "async", (("ms", 100),), 50, None, "10s", 1, "3.13")
+    cell = Cell("fastapi", "uvicorn", "async", (("ms", 100),), 50, None, "10s", 1, python="3.13")
     assert cell.id == "fastapi/uvicorn+py3.13/async?ms=100@vus=50#1"
     assert cell.series == "fastapi/uvicorn+py3.13"
     assert python_of(cell.id) == "3.13"

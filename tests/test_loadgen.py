@@ -1,18 +1,17 @@
-"""lab/loadgen.py (the k6 summary -> row columns, k6's environment) and lab/model.py (the
-capacity model's predictions and verdicts)."""
+"""lab/loadgen.py: the k6 summary -> row columns, and k6's environment. (The model's tests
+are in test_model.py.)"""
 
 from __future__ import annotations
 
 import copy
 import json
-import math
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lab import ROOT, loadgen, model
+from lab import ROOT, loadgen
 from lab.matrix import Cell
 
 FIXTURE = Path(__file__).parent / "fixtures" / "k6-summary.json"
@@ -197,144 +196,3 @@ def test_environment_is_what_lab_js_accepts(
         assert main["executor"] == "constant-vus"
         assert (main["vus"], main["duration"]) == (4, "3s")
     assert scenarios["canary"]["rate"] == 2
-
-
-# --- model.predict -----------------------------------------------------------------------
-
-
-def info(**capacity: int | None) -> dict[str, Any]:
-    return {"language": "go", "cpus": 2, "workers": 1, "capacity": capacity}
-
-
-def test_closed_model_below_capacity() -> None:
-    p = model.predict("sleep", "sync", 100.0, 10, None, info(sync=40))
-    assert p.rps == pytest.approx(100.0)  # 10 VUs / 0.1 s
-    assert p.latency_ms == pytest.approx(100.0)
-    assert p.slots == 40
-    assert p.service_ms == 100.0
-    assert not p.overloaded
-
-
-def test_closed_model_queues_beyond_capacity() -> None:
-    p = model.predict("sleep", "sync", 100.0, 50, None, info(sync=40))
-    assert p.rps == pytest.approx(400.0)  # min(50, 40) / 0.1 s
-    assert p.latency_ms == pytest.approx(125.0)  # 50 / 400 per s
-    assert not p.overloaded
-
-
-def test_closed_model_unbounded_capacity() -> None:
-    p = model.predict("sleep", "async", 100.0, 200, None, info(**{"async": None}))
-    assert p.slots == math.inf
-    assert p.rps == pytest.approx(2000.0)
-    assert p.latency_ms == pytest.approx(100.0)
-
-
-def test_sequential_and_upstream_use_the_given_service_time() -> None:
-    p = model.predict("upstream", "upstream-seq", 200.0, 4, None, info(**{"upstream-seq": 2}))
-    assert p.rps == pytest.approx(10.0)
-    assert p.latency_ms == pytest.approx(400.0)
-
-
-def test_open_model_below_saturation() -> None:
-    p = model.predict("sleep", "blocking", 100.0, 50, 5, info(blocking=1))
-    assert p.rps == pytest.approx(5.0)
-    assert p.latency_ms == pytest.approx(100.0)
-    assert not p.overloaded
-    at_ceiling = model.predict("sleep", "blocking", 100.0, 50, 10, info(blocking=1))
-    assert (at_ceiling.rps, at_ceiling.overloaded) == (pytest.approx(10.0), False)
-
-
-def test_open_model_above_saturation_is_overloaded() -> None:
-    p = model.predict("sleep", "blocking", 100.0, 50, 50, info(blocking=1))
-    assert p.overloaded
-    assert p.rps == pytest.approx(10.0)  # what one slot can serve
-    assert p.latency_ms is None  # grows without bound
-
-
-def test_open_model_unbounded_never_overloads() -> None:
-    p = model.predict("sleep", "async", 100.0, 50, 100_000, info(**{"async": None}))
-    assert not p.overloaded
-    assert p.rps == 100_000
-
-
-def test_cpu_slots_are_capped_by_cpus() -> None:
-    go = {"language": "go", "cpus": 2, "workers": 1, "capacity": {"cpu": None, "cpu-pool": 2}}
-    assert model.parallel_slots("cpu", "cpu", go) == 2
-    assert model.parallel_slots("cpu", "cpu-pool", {**go, "capacity": {"cpu-pool": 8}}) == 2
-    p = model.predict("cpu", "cpu", 10.0, 50, None, go)
-    assert p.rps == pytest.approx(200.0)
-    assert p.latency_ms == pytest.approx(250.0)
-    assert model.parallel_slots("cpu", "cpu", {"capacity": {}}) == 1  # cpus unknown: one
-
-
-def test_cpu_python_gil_rule() -> None:
-    py = {"language": "python", "cpus": 2, "workers": 1, "capacity": {"cpu": 40, "cpu-pool": 2}}
-    assert model.parallel_slots("cpu", "cpu", py) == 1  # one GIL in one worker
-    assert model.parallel_slots("cpu", "cpu", {**py, "workers": 2}) == 2
-    assert model.parallel_slots("cpu", "cpu", {**py, "workers": 4}) == 2  # still 2 CPUs
-    assert model.parallel_slots("cpu", "cpu-pool", py) == 2  # processes: no GIL limit
-    p = model.predict("cpu", "cpu", 20.0, 10, None, py)
-    assert p.rps == pytest.approx(50.0)
-    # a sleep endpoint in a Python target is not held by the GIL
-    assert model.parallel_slots("sleep", "sync", {**py, "capacity": {"sync": 40}}) == 40
-
-
-@pytest.mark.parametrize(
-    ("kind", "service_ms", "info_"),
-    [
-        ("none", 0.0, info(hello=None)),  # hello: no model
-        ("meta", 1.0, info()),
-        ("sleep", 0.0, info(sync=1)),  # ms=0: nothing to predict from
-        ("cpu", None, info(cpu=1)),  # not calibrated
-        ("sleep", 100.0, {}),  # no /info
-    ],
-)
-def test_no_prediction(kind: str, service_ms: float | None, info_: dict[str, Any]) -> None:
-    p = model.predict(kind, "sync", service_ms, 10, None, info_)
-    assert (p.rps, p.latency_ms, p.slots) == (None, None, None)
-    assert p.service_ms == service_ms
-
-
-# --- model.verdict / efficiency ----------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("eff", "bound", "expected"),
-    [
-        (1.0, False, "as predicted"),
-        (0.9, False, "as predicted"),
-        (1.1, False, "as predicted"),
-        (0.89, False, "below model"),
-        (1.11, False, "above model"),
-        (None, False, "no model"),
-        (0.5, True, "loadgen-bound"),
-        (None, True, "loadgen-bound"),
-        (0.95, True, "as predicted"),  # k6 busy, but the server met the model anyway
-        (1.5, True, "above model"),
-    ],
-)
-def test_verdict(eff: float | None, bound: bool, expected: str) -> None:
-    assert model.verdict(eff, bound) == expected
-
-
-@pytest.mark.parametrize(
-    ("eff", "loadgen", "server", "expected"),
-    [
-        (0.56, False, True, "server-cpu-bound"),  # Python fan-out to the upstream on one core
-        (0.95, False, True, "as predicted"),  # busy, but met the model
-        (1.3, False, True, "above model"),
-        (0.5, True, True, "loadgen-bound"),  # the load generator is named first
-        (None, False, True, "no model"),
-    ],
-)
-def test_verdict_server_cpu_bound(
-    eff: float | None, loadgen: bool, server: bool, expected: str
-) -> None:
-    assert model.verdict(eff, loadgen, server) == expected
-
-
-def test_efficiency() -> None:
-    assert model.efficiency(50.0, 100.0) == pytest.approx(0.5)
-    assert model.efficiency(None, 100.0) is None
-    assert model.efficiency(0.0, 100.0) is None
-    assert model.efficiency(50.0, None) is None

@@ -505,7 +505,7 @@ def test_reproduce_the_smallest_post_for_real(tmp_path: Path) -> None:
     # 4 workers: 16 one-second requests in 4 rounds (1 worker would take 16 s, 8 workers 2 s)
     assert 3.9 <= got["sync-all"].measured <= 4.8  # type: ignore[operator]
     assert 2.4 <= got["sync-staircase"].measured <= 3.1  # type: ignore[operator]
-    assert got["sync-all"].predicted == pytest.approx(4.0)
+    assert got["sync-all"].predicted == pytest.approx(4.0, rel=0.02)  # + measured overhead
     summary = (run / "summary.md").read_text()
     assert "## Published claims" in summary
     assert '<section id="published">' in (run / "report.html").read_text()

@@ -83,7 +83,8 @@ def test_append_formats_values(tmp_path: Path) -> None:
     assert row["rps"] == "457.498"
     assert row["duration_s"] == "2"
     assert row["vus"] == "50"
-    assert row["status"] == ""  # a missing column is empty
+    assert row["status"] == "error"  # a row that never said it went well is not ok
+    assert row["verdict"] == ""  # a missing column is empty
     assert "not_a_column" not in row
     assert raw_rows(run.csv_path)[0] == COLUMNS  # extra keys never reach the header
 

@@ -139,6 +139,11 @@ def is_k6(p: psutil.Process) -> bool:
     return p.name() == "k6" and "run" in p.cmdline()
 
 
+def is_cell_k6(p: psutil.Process) -> bool:
+    """A cell's k6, not the run's calibration of k6 (which writes to calibration/)."""
+    return is_k6(p) and "/k6/" in p.environ().get("SUMMARY", "")
+
+
 def is_gin(p: psutil.Process) -> bool:
     return p.cwd() == str(ROOT / "go" / "gin") and p.name() == "gin"
 
@@ -321,7 +326,7 @@ def test_server_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun]) 
         "--out", str(out),
     )  # fmt: skip
     # the first cell's k6 is running: kill that cell's server, by its PID
-    wait_for("the first cell's k6", lambda: run_.live(is_k6), 30, run_)
+    wait_for("the first cell's k6", lambda: run_.live(is_cell_k6), 30, run_)
     (gin,) = wait_for("the gin server", lambda: run_.live(is_gin), 5, run_)
     time.sleep(0.5)
     run_dir = RunDir(out / "latest")
@@ -339,7 +344,7 @@ def test_server_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun]) 
     assert first["repeat"] != second["repeat"]
     meta = check_meta(run, "complete", "gin/release", "gin")
     check_ok_row(second, run, meta["servers"]["gin/release"])
-    assert len(run_.ports) == 2  # a fresh server (and port) per cell
+    assert len(run_.ports) == 3  # a fresh server (and port) per cell, one for k6's calibration
     assert_nothing_left(run_, out)
 
 
@@ -356,7 +361,7 @@ def test_interrupt_then_resume(tmp_path: Path, lab_run: Callable[..., LabRun]) -
         return latest.exists() and len(RunDir(out / "latest").rows()) == 1
 
     wait_for("the first row", one_row, 40, run_)
-    wait_for("the second cell's k6", lambda: run_.live(is_k6), 20, run_)
+    wait_for("the second cell's k6", lambda: run_.live(is_cell_k6), 20, run_)
     time.sleep(0.3)
     sent = time.monotonic()
     run_.proc.send_signal(signal.SIGINT)

@@ -57,6 +57,7 @@ SECTIONS = [
     Section("published", published.claims),
     Section("headline", sections.results),
     Section("throughput", sections.throughput),
+    Section("fit", sections.fit),
     Section("latency", sections.latency),
     Section("efficiency", sections.efficiency),
     Section("sweeps", sections.sweeps),

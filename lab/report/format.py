@@ -13,6 +13,7 @@ VERDICT_CLASS = {
     "above model": "above",
     "loadgen-bound": "loadgen",
     "no model": "nomodel",
+    "censored": "loadgen",
     "error": "error",
 }
 

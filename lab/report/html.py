@@ -34,6 +34,8 @@ environment.globals.update(
     tolerance=model.TOLERANCE,
     loadgen_bound_pct=model.LOADGEN_BOUND_PCT,
     server_bound_pct=model.SERVER_BOUND_PCT,
+    min_requests=model.MIN_REQUESTS,
+    max_cell_s=model.MAX_CELL_S,
     noisy_cv=NOISY_CV,
     log_span=charts.LOG_SPAN,
 )

@@ -188,7 +188,7 @@ def _base_key(g: Group) -> str:
 def _side(g: Group | None) -> Side | None:
     if g is None or not g.ok:
         return None
-    return Side(g.rps, g.stat("p95"), g.noisy)
+    return Side(g.rps, g.stat("lat_p95_ms"), g.noisy)
 
 
 def _ratio(base: Group | None, other: Group | None) -> Ratio | None:
@@ -197,7 +197,7 @@ def _ratio(base: Group | None, other: Group | None) -> Ratio | None:
     measured = [c for c in (base.cv, other.cv) if c is not None]
     noise = (sum(c * c for c in measured) / len(measured)) ** 0.5 if measured else ASSUMED_CV
     rps = other.rps / base.rps
-    p95_base, p95_other = base.stat("p95"), other.stat("p95")
+    p95_base, p95_other = base.stat("lat_p95_ms"), other.stat("lat_p95_ms")
     p95 = p95_other / p95_base if p95_base and p95_other is not None else None
     return Ratio(rps, p95, abs(rps - 1) > NOISE_SIGMAS * noise)
 

@@ -109,6 +109,25 @@ class ResultRow:
     verdict: str
     noisy: bool
     loadgen_bound: bool
+    bound: str  # the limiting resource with the measured number behind it
+
+
+def bound_text(g: Group) -> str:
+    """The limiting resource with the measured number behind it (and why a cell is not
+    judged, when it is censored)."""
+    if g.censored:
+        return f"censored: {g.censored}"
+    row = next((r for r in g.ok if r.bound == g.bound), None)
+    text = model.limit_text(g.bound, row) if row and g.bound else "-"
+    if row and row.capacity and row.vus and row.vus >= model.FLOOD * row.capacity:
+        wait = (row.predicted_latency_ms or 0) / 1000
+        text += (
+            f" · flood: {row.vus} VUs = {row.vus / row.capacity:.0f}× capacity, each waits "
+            f"{wait:.1f} s on average (Little's law); a server that answers in bursts "
+            "(FastAPI's def endpoints, hypercorn's blocked loop: CONTRACT.md) counts one burst "
+            "more or less in a cell of a few rounds"
+        )
+    return text
 
 
 def results(run: Run, draw: ChartWriter) -> list[ResultRow]:
@@ -124,15 +143,39 @@ def results(run: Run, draw: ChartWriter) -> list[ResultRow]:
             repeats=len(g.ok),
             errors=len(g.rows) - len(g.ok),
             rps=g.rps,
-            p95=g.stat("p95"),
+            p95=g.stat("lat_p95_ms"),
             predicted_rps=g.stat("predicted_rps"),
             efficiency=g.efficiency,
             verdict=g.verdict,
             noisy=g.noisy,
             loadgen_bound=g.loadgen_bound,
+            bound=bound_text(g),
         )
         for g in run.groups
     ]
+
+
+@dataclass(frozen=True)
+class Fit:
+    chart: Chart
+    inside: int  # cells within the tolerance
+    cells: int
+
+
+def fit(run: Run, draw: ChartWriter) -> Fit | None:
+    """Predicted vs measured throughput of every modelled cell, log-log, with the band."""
+    points = [
+        charts.Point(f"{g.series} {g.first.endpoint}", pred, g.rps, g.bound)
+        for g in run.groups
+        if g.ok and not g.censored and g.rps and (pred := g.stat("predicted_rps"))
+    ]
+    if not points:
+        return None
+    inside = sum(model.verdict("ok", p.measured / p.predicted) == "as predicted" for p in points)
+    figure = charts.predicted_vs_measured(
+        points, "measured vs predicted throughput", model.TOLERANCE
+    )
+    return Fit(draw("predicted-vs-measured", figure), inside, len(points))
 
 
 # --- charts per load level ------------------------------------------------------------------
@@ -188,9 +231,9 @@ def latency(run: Run, draw: ChartWriter) -> list[Level] | None:
             LatencyRow(
                 g.series,
                 labels[g.key],
-                g.stat("p50"),
-                g.stat("p95"),
-                g.stat("p99"),
+                g.stat("lat_p50_ms"),
+                g.stat("lat_p95_ms"),
+                g.stat("lat_p99_ms"),
                 g.stat("predicted_latency_ms"),
             )
             for g in groups
@@ -241,7 +284,7 @@ def sweeps(run: Run, draw: ChartWriter) -> list[Sweep] | None:
                 series,
                 [float(g.first.vus or 0) for g in groups],
                 [g.rps for g in groups],
-                [g.stat("p95") for g in groups],
+                [g.stat("lat_p95_ms") for g in groups],
                 [g.stat("predicted_rps") for g in groups],
             )
         )
@@ -261,12 +304,12 @@ class Canary:
 
 
 def canary(run: Run, draw: ChartWriter) -> Canary:
-    with_canary = [g for g in measured(run) if g.stat("canary_p99") is not None]
+    with_canary = [g for g in measured(run) if g.stat("canary_p99_ms") is not None]
     labels = endpoint_labels(with_canary)
     levels = []
     for load, groups in by_load(with_canary).items():
         rows = [
-            CanaryRow(g.series, labels[g.key], g.stat("canary_p50"), g.stat("canary_p99"))
+            CanaryRow(g.series, labels[g.key], g.stat("canary_p50_ms"), g.stat("canary_p99_ms"))
             for g in groups
         ]
         bars = [charts.Bar(r.series, r.endpoint, r.p99, r.p50) for r in rows]

@@ -9,7 +9,7 @@ from lab.report.interpreters import interpreters_md
 from lab.report.published import markdown as claims_md
 from lab.runs import Run
 
-TEXT_COLUMNS = ("target", "profile", "endpoint", "params", "verdict")
+TEXT_COLUMNS = ("target", "profile", "endpoint", "params", "verdict", "bound")
 
 
 def summary_md(run: Run) -> str:
@@ -26,15 +26,17 @@ def summary_md(run: Run) -> str:
     ]
     rated = any(g.first.rate for g in run.groups)
     head = ["target", "profile", "endpoint", "params", "VUs", *(["rate"] if rated else []),
-            "repeats", "rps", "p95 ms", "predicted rps", "efficiency", "verdict"]  # fmt: skip
+            "repeats", "rps", "p95 ms", "predicted rps", "efficiency", "verdict",
+            "bound"]  # fmt: skip
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" if h in TEXT_COLUMNS else "--:" for h in head) + "|")
     for g in run.groups:
         r = g.first
         cells = [r.target, r.profile, r.endpoint, r.params or "-", str(r.vus or "-"),
                  *([str(r.rate or "-")] if rated else []), str(len(g.ok)),
-                 plain(g.rps), plain(g.stat("p95")), plain(g.stat("predicted_rps")),
-                 plain(g.efficiency, 2), g.verdict + (" (noisy)" if g.noisy else "")]  # fmt: skip
+                 plain(g.rps), plain(g.stat("lat_p95_ms")), plain(g.stat("predicted_rps")),
+                 plain(g.efficiency, 2), g.verdict + (" (noisy)" if g.noisy else ""),
+                 g.bound or "-"]  # fmt: skip
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     if not run.groups:
         lines.append("\n(no cell has been measured yet)")

@@ -1,0 +1,198 @@
+"""lab/model.py: one fixture per limiting resource (worked out by hand), the MVA behind the
+CPU stations, the open model, censoring, and the one verdict function."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from lab import model
+from lab.model import Demand
+
+
+def go(**capacity: int | None) -> dict[str, Any]:
+    return {"language": "go", "cpus": 1, "workers": 1, "capacity": capacity}
+
+
+def py(workers: int = 1, cpus: int = 1, **capacity: int | None) -> dict[str, Any]:
+    return {"language": "python", "cpus": cpus, "workers": workers, "capacity": capacity}
+
+
+K6_US = 60.0  # k6's CPU per request on its one CPU: 16.7 k rps at most
+
+
+# --- one fixture per bound --------------------------------------------------------------
+
+
+def test_slots_bound_a_thread_pool() -> None:
+    # FastAPI /sync: 40 anyio tokens, S = 100 ms, d = 0.3 ms, overshoot 0.5 ms, 50 VUs
+    demand = Demand(100.0, 0.3, 0.5, None, K6_US, overshoot_ms=0.5)
+    p = model.predict("sleep", "sync", demand, 50, None, py(sync=40), 1)
+    assert p.bound == "slots"
+    assert p.rps == pytest.approx(40 / 0.1008)  # exact beyond the knee (fixed service time)
+    assert p.latency_ms == pytest.approx(50 / p.rps * 1000)
+    assert p.ceilings["server-cpu"] == pytest.approx(1 / 0.0003)
+
+
+def test_the_round_trip_does_not_hold_a_slot() -> None:
+    # flask's one sync worker on /hello: the worker is busy for its CPU (0.6 ms) only, not
+    # for the client's and loopback's part of the round trip (Z = 5 ms on a loaded machine)
+    demand = Demand(0.0, 0.6, 5.0, None, K6_US)
+    p = model.predict("none", "hello", demand, 50, None, py(hello=1), 1)
+    assert p.ceilings["slots"] == pytest.approx(1 / 0.0006)
+    assert p.rps > 1000
+
+
+def test_vus_bound_below_capacity() -> None:
+    # Go /async, unbounded: every VU waits for its own answer
+    demand = Demand(100.0, 0.1, 0.3, None, K6_US)
+    p = model.predict("sleep", "async", demand, 10, None, go(**{"async": None}), 1)
+    assert p.bound == "vus"
+    assert "slots" not in p.ceilings
+    assert p.rps == pytest.approx(10 / 0.10046, rel=2e-3)  # S + d + Z + k6
+
+
+def test_server_cpu_bound_hello() -> None:
+    # a Python /hello at 0.5 ms of CPU per request on one worker: 2000 rps, not k6's 16.7 k
+    demand = Demand(0.0, 0.5, 0.2, None, K6_US)
+    p = model.predict("none", "hello", demand, 50, None, py(workers=1, cpus=2, hello=None), 1)
+    assert p.bound == "server-cpu"
+    assert p.ceilings["server-cpu"] == pytest.approx(2000)  # one GIL: 1 CPU of the 2
+    assert p.rps == pytest.approx(2000, rel=0.01)  # 50 VUs: deep in saturation
+
+
+def test_loadgen_bound_hello() -> None:
+    # Go /hello at 30 µs of server CPU: k6 (60 µs on its one CPU) is the limit
+    demand = Demand(0.0, 0.03, 0.1, None, K6_US)
+    p = model.predict("none", "hello", demand, 50, None, go(hello=None), 1)
+    assert p.bound == "loadgen"
+    assert p.loadgen_rps_max == pytest.approx(1e6 / K6_US)
+    assert p.rps == pytest.approx(1e6 / K6_US, rel=0.02)
+
+
+def test_upstream_cpu_bound() -> None:
+    # /upstream with n=10 calls: the upstream service spends 0.4 ms per request on k6's CPU
+    demand = Demand(0.0, 0.05, 0.3, 0.4, K6_US)
+    p = model.predict("upstream", "upstream", demand, 100, None, go(upstream=None), 1)
+    assert p.bound == "upstream-cpu"
+    assert p.loadgen_rps_max == pytest.approx(1 / 0.00046)
+
+
+def test_cpu_endpoint_python_one_gil_go_every_cpu() -> None:
+    demand = Demand(0.0, 20.0, 0.2, None, K6_US)
+    p = model.predict("cpu", "cpu", demand, 10, None, py(workers=1, cpus=2, cpu=1), 1)
+    assert (p.bound, p.ceilings["server-cpu"]) == ("server-cpu", pytest.approx(50))
+    p2 = model.predict("cpu", "cpu", demand, 10, None, {**go(cpu=None), "cpus": 2}, 1)
+    assert p2.ceilings["server-cpu"] == pytest.approx(100)  # 2 CPUs
+    assert p2.rps == pytest.approx(100, rel=0.03)
+    pool = model.predict("cpu", "cpu-pool", demand, 10, None, py(2, 2, **{"cpu-pool": 4}), 1)
+    assert pool.ceilings["server-cpu"] == pytest.approx(100)  # processes: no GIL limit
+
+
+def test_open_rate_below_every_ceiling() -> None:
+    demand = Demand(100.0, 1.0, 0.5, None, K6_US)
+    p = model.predict("sleep", "blocking", demand, 50, 5, py(blocking=1), 1)
+    assert (p.bound, p.rps, p.overloaded) == ("open-rate", 5.0, False)
+    # S + Z + the CPU's M/M/1 residence 1 ms / (1 - 0.005) + k6's 60 µs / (1 - 0.0003)
+    assert p.latency_ms == pytest.approx(100 + 0.5 + 1 / 0.995 + 0.06 / 0.9997, rel=1e-4)
+
+
+def test_open_rate_above_a_ceiling_is_overloaded() -> None:
+    demand = Demand(100.0, 1.0, 0.5, None, K6_US)
+    p = model.predict("sleep", "blocking", demand, 50, 50, py(blocking=1), 1)
+    assert p.overloaded and p.bound == "slots"
+    assert p.rps == pytest.approx(1 / 0.101)  # S + d: no overshoot measured
+    assert p.latency_ms is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "demand", "info"),
+    [
+        ("meta", Demand(0.0, 1.0), go()),  # /health, /info: not benchmarked
+        ("cpu", Demand(0.0, None), go(cpu=None)),  # CPU work, its CPU not measured
+        ("none", Demand(0.0), go(hello=None)),  # /hello with nothing measured (--url)
+        ("sleep", Demand(100.0, 1.0), {}),  # no /info
+    ],
+)
+def test_no_model(kind: str, demand: Demand, info: dict[str, Any]) -> None:
+    assert model.predict(kind, "x", demand, 10, None, info, 1) == model.NO_MODEL
+
+
+# --- the CPU stations: mean-value analysis ----------------------------------------------
+
+
+def test_mva_ends() -> None:
+    x, (u,) = model.mva(1, 0.1, [(0.002, 1)])
+    assert x == pytest.approx(1 / 0.102)  # one customer: no queueing
+    x, (u,) = model.mva(500, 0.1, [(0.002, 1)])
+    assert x == pytest.approx(500, rel=1e-3) and u == pytest.approx(1, rel=1e-3)
+    x, _ = model.mva(500, 0.1, [(0.002, 2)])  # two CPUs (Seidmann)
+    assert x == pytest.approx(1000, rel=1e-3)
+
+
+def test_mva_queues_at_the_knee() -> None:
+    # An HTTP client's 1.8 ms per request with 50 VUs of 100 ms: the asymptotic bound says
+    # min(50 / 0.1018, 1 / 0.0018) = 491, but the CPU queues near saturation: MVA is lower
+    demand = Demand(100.0, 1.8, 0.0, None, None)
+    p = model.predict("upstream", "upstream", demand, 50, None, py(upstream=None), 1)
+    assert p.bound == "vus"
+    assert p.rps < 0.95 * p.ceilings["vus"]  # 463: 6 % below the bound, outside the band
+    x_exact, _ = model.mva(50, 0.1, [(0.0018, 1)])
+    assert p.rps == pytest.approx(x_exact)
+
+
+# --- cells that measure what they claim ---------------------------------------------------
+
+
+def test_planned_duration() -> None:
+    assert model.planned_duration_s(5.0, 100.0) == (5.0, "")
+    assert model.planned_duration_s(5.0, None) == (5.0, "")
+    # 4 rps: 10 s would do, 20 s plans for twice the minimum (a slower server still counts)
+    assert model.planned_duration_s(5.0, 4.0) == (20, "")
+    # flask /sequential: 1 rps -> the 60 s cap, 60 requests: enough
+    assert model.planned_duration_s(5.0, 1.0) == (60, "")
+    seconds, why = model.planned_duration_s(5.0, 0.5)
+    assert seconds == model.MAX_CELL_S
+    assert "30 < 40 requests" in why
+
+
+def test_too_few() -> None:
+    assert model.too_few(40) == ""
+    assert "only 7 requests" in model.too_few(7)
+    assert model.too_few(None) == ""
+
+
+# --- the one verdict --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "eff", "censored", "expected"),
+    [
+        ("ok", 1.0, "", "as predicted"),
+        ("ok", 0.95, "", "as predicted"),
+        ("ok", 1.05, "", "as predicted"),
+        ("ok", 0.94, "", "below model"),
+        ("ok", 1.06, "", "above model"),
+        ("ok", None, "", "no model"),
+        ("ok", 0.5, "only 7 requests", "censored"),
+        ("error", 1.0, "", "error"),  # a failed cell gets no model verdict
+        ("error", None, "x", "error"),
+    ],
+)
+def test_verdict(status: str, eff: float | None, censored: str, expected: str) -> None:
+    assert model.verdict(status, eff, censored) == expected
+
+
+def test_efficiency() -> None:
+    assert model.efficiency(50.0, 100.0) == pytest.approx(0.5)
+    assert model.efficiency(None, 100.0) is None
+    assert model.efficiency(0.0, 100.0) is None
+    assert model.efficiency(50.0, None) is None
+
+
+def test_tolerance_is_five_percent() -> None:
+    assert model.TOLERANCE == 0.05
+    assert 1 / model.MIN_REQUESTS <= model.TOLERANCE / 2  # counting error: half the band
+    assert math.isfinite(model.MAX_CELL_S)
