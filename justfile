@@ -106,16 +106,31 @@ compare run_a run_b: _ready
 report *run: _ready
     @{{python}} -m lab report "$@"
 
-# The whole test suite: lint, Go tests, unit tests and the conformance suite over every target.
+# The whole test suite: lint, Go tests, and every kind of test (unit, conformance, e2e).
 [group('test')]
 test: setup lint
     cd go && go test ./...
     {{python}} -m pytest
 
-# The conformance suite (and the unreachable-upstream test) for one target, e.g. `just test-target starlette`.
+# Unit tests only: no server, no k6 (seconds). Extra arguments go to pytest.
+[group('test')]
+test-unit *args: _ready
+    {{python}} -m pytest --kind unit "$@"
+
+# The conformance suite: every target x profile against the contract (`-k NAME` for one).
+[group('test')]
+test-conformance *args: _ready
+    {{python}} -m pytest --kind conformance "$@"
+
+# End-to-end: the runner, k6 and real servers, faults included.
+[group('test')]
+test-e2e *args: _ready
+    {{python}} -m pytest --kind e2e "$@"
+
+# The conformance tests of one target, e.g. `just test-target starlette` (failures name its log).
 [group('test')]
 test-target name: _ready
-    {{python}} -m pytest tests/test_conformance.py tests/test_upstream.py -k "{{name}}"
+    {{python}} -m pytest --kind conformance -k "{{name}}"
 
 # Linters and formatters in check mode (ruff, gofmt, go vet).
 [group('test')]

@@ -18,10 +18,14 @@ import psutil
 from lab import children, docs, interpreters, interrupt, loadgen, runlock, scaffold, server
 from lab.contract import load
 from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, names, parse_duration
+from lab.model import MAX_CELL_S
+from lab.progress import clock
 from lab.results import RESULTS_DIR, RunDir, mark_if_died, resolve
 from lab.runner import (
+    OVERHEAD_ESTIMATE_S,
     Options,
     Runner,
+    estimate_s,
     finish_run,
     resume_cells,
     runner_identity,
@@ -305,6 +309,20 @@ def _results_base(out: Path | None) -> Path:
     return base
 
 
+def plan_text(name: str, cells: list[Cell]) -> str:
+    """--plan: the cells a run would measure, in order, and how long it should take."""
+    lines = [f"{name}: {len(cells)} cells, about {clock(estimate_s(cells))} (nothing started)"]
+    width = len(str(len(cells)))
+    for i, c in enumerate(cells, 1):
+        lines.append(f"  {i:>{width}}  {c.id}  {c.expected_s:g} s")
+    lines.append(
+        f"each cell adds about {OVERHEAD_ESTIMATE_S:g} s to its load (start, calibration, stop); "
+        f"a cell the model says would complete too few requests runs longer (at most "
+        f"{MAX_CELL_S:g} s)"
+    )
+    return "\n".join(lines)
+
+
 def cmd_bench(
     args: argparse.Namespace, all_targets: bool = False, argv: list[str] | None = None
 ) -> int:
@@ -336,6 +354,10 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) 
         cells = [Cell.from_json(c) for c in meta["cells"]]
         _apply_env((meta.get("matrix") or {}).get("env") or {})
         interpreters.check_cells(cells)
+        if args.plan:
+            done = {r["cell"] for r in run.rows() if r.get("status") == "ok"}
+            print(plan_text(f"resume of {run.run_id}", [c for c in cells if c.id not in done]))
+            return 0
     else:
         info = _check_url(args.url, args.allow_remote) if args.url else None
         if args.port and not args.url and server.port_in_use(args.port):
@@ -351,6 +373,9 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) 
         options = Options(url=args.url, port=args.port, pin=not args.no_pin)
         if args.canary_rate is not None:
             options.canary_rate = args.canary_rate
+        if args.plan:
+            print(plan_text(matrix.name, cells))
+            return 0
         base = _results_base(args.out)
     lock = None if args.allow_concurrent else runlock.acquire()
     session: children.Session | None = None
@@ -565,6 +590,11 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         "--allow-concurrent",
         action="store_true",
         help="run even if another run is using this machine (both measurements suffer)",
+    )
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the cells and the time estimate, start nothing",
     )
     p.add_argument(
         "--python",

@@ -85,3 +85,70 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.add_argument("--check", action="store_true", help="compare only; do not write")
     p.set_defaults(run=run)
+
+
+# --- CONTRACT.md's capacity table, checked against every server's /info --------------------
+
+CONTRACT = ROOT / "CONTRACT.md"
+_VARIABLES = {"W": "workers", "T": "threads", "E": "executor_threads", "P": "pool_processes"}
+_FORMULA = re.compile(r"(?:[WTEP]|min\([WTEP], [WTEP]\))(?:·(?:[WTEP]|min\([WTEP], [WTEP]\)))*")
+
+
+def _without_notes(text: str) -> str:
+    """'W·T (anyio, 40)' -> 'W·T'; a note is a parenthesis after a space (`min(T, P)` and
+    `upstream(-seq)` stay), nested parentheses included."""
+    out, depth = [], 0
+    for i, ch in enumerate(text):
+        if depth == 0 and ch == "(" and text[i - 1 : i] == " ":
+            depth = 1
+        elif depth:
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+        else:
+            out.append(ch)
+    return "".join(out).strip()
+
+
+def capacity_table(path: Path = CONTRACT) -> dict[tuple[str, str], dict[str, str | None]]:
+    """{(target, profile): {endpoint: formula or None}} from CONTRACT.md's capacity table;
+    `min(T, P)` is kept, other parenthesised notes are dropped."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| target / profile |"))
+    columns = [c.strip() for c in lines[start].strip("|").split("|")][1:]
+    endpoints = [
+        ["upstream", "upstream-seq"] if c == "upstream(-seq)" else c.split(", ") for c in columns
+    ]
+    table: dict[tuple[str, str], dict[str, str | None]] = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        head, *cells = [c.strip() for c in line.strip("|").split("|")]
+        targets, profiles = (_without_notes(part) for part in head.split(" / ", 1))
+        formulas: dict[str, str | None] = {}
+        for names, cell in zip(endpoints, cells, strict=True):
+            formula = _without_notes(cell)
+            formula = None if formula == "null" else formula.replace("GOMAXPROCS", "P")
+            if formula is not None and not _FORMULA.fullmatch(formula):
+                raise ValueError(f"CONTRACT.md capacity table: cannot read {cell!r} in {head!r}")
+            formulas.update(dict.fromkeys(names, formula))
+        for target in targets.split(","):
+            for profile in profiles.split(","):
+                table[(target.strip(), profile.strip())] = formulas
+    return table
+
+
+def capacity(formula: str | None, info: dict[str, object]) -> int | None:
+    """A formula of the table evaluated with a server's /info (W, T, E, P)."""
+    if formula is None:
+        return None
+    values = {k: info.get(field) for k, field in _VARIABLES.items()}
+
+    def factor(term: str) -> int:
+        if term.startswith("min("):
+            a, b = term[4:-1].split(", ")
+            return min(int(values[a]), int(values[b]))  # type: ignore[arg-type]
+        return int(values[term])  # type: ignore[arg-type]
+
+    result = 1
+    for term in formula.split("·"):
+        result *= factor(term)
+    return result

@@ -14,6 +14,46 @@ from lab.contract import Contract, load
 from lab.probe import get
 from lab.targets import Target, discover
 
+# Every test has one kind: its module's `pytestmark`, or a mark on the test itself (closest
+# wins). `pytest --kind unit|conformance|e2e` runs one kind (just test-unit, ...).
+KINDS = {
+    "unit": "no server, no k6: functions, files, the report from a fixture run",
+    "conformance": "the real targets, each started once, against the contract",
+    "e2e": "the runner, k6 and real servers end to end, faults included",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--kind", choices=sorted(KINDS), help="run the tests of one kind only")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for kind, what in KINDS.items():
+        config.addinivalue_line("markers", f"{kind}: {what}")
+
+
+def kind_of(item: pytest.Item) -> str | None:
+    """The closest kind mark: a test's own mark beats its module's."""
+    for mark in item.iter_markers():
+        if mark.name in KINDS:
+            return mark.name
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unkinded = sorted({item.path.name for item in items if kind_of(item) is None})
+    if unkinded:
+        raise pytest.UsageError(
+            f"tests without a kind: {', '.join(unkinded)}; add "
+            f"`pytestmark = pytest.mark.unit` (or {', '.join(k for k in KINDS if k != 'unit')})"
+        )
+    wanted = config.getoption("--kind")
+    if wanted:
+        chosen = [item for item in items if kind_of(item) == wanted]
+        config.hook.pytest_deselected(items=[i for i in items if kind_of(i) != wanted])
+        items[:] = chosen
+
+
 TARGETS = discover()
 CASES = [(t, p) for t in TARGETS for p in t.profiles]
 CASE_IDS = [f"{t.name}-{p}" for t, p in CASES]

@@ -12,6 +12,8 @@ import pytest
 
 from lab import compare
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 FIXTURE = Path(__file__).parent / "fixtures" / "report-run"
 SYNC = "fastapi/uvicorn/sync?ms=100@vus=10"  # three repeats: 80, 82, 84 rps (CV 2.4 %)
 

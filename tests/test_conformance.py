@@ -23,6 +23,8 @@ from support import Reply, batch, get, string_values
 from lab import server
 from lab.contract import Contract, Endpoint, load
 
+pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
+
 CONTRACT = load()
 BENCH = CONTRACT.bench_endpoints()
 WAITING = [e for e in BENCH if e.kind in ("sleep", "upstream")]

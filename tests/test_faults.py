@@ -34,6 +34,8 @@ from lab.matrix import Cell
 from lab.results import RunDir, mark_if_died
 from lab.runner import Options, Runner
 
+pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
+
 
 def is_upstream(p: psutil.Process) -> bool:
     return p.name() == "upstream"

@@ -20,6 +20,8 @@ from lab.contract import load
 from lab.targets import find
 from labkit import granian, info
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 CONTRACT = load()
 
 
@@ -102,6 +104,7 @@ def two_threads(upstream: server.ServerProcess) -> Iterator[str]:
     assert proc.stop().clean
 
 
+@pytest.mark.conformance
 def test_the_wsgi_claim_follows_the_blocking_threads(two_threads: str) -> None:
     body = get(two_threads, "/info").body
     assert body["server_options"]["blocking_threads"] == 2

@@ -25,6 +25,8 @@ from lab.results import COLUMNS
 from lab.runs import read_run
 from labkit import info as labkit_info
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 ENV = {k: v for k, v in os.environ.items() if k not in {"PYTHON", "PORT", "WORKERS"}}
 
 
@@ -320,6 +322,7 @@ needs_313 = pytest.mark.skipif(
 
 
 @needs_313
+@pytest.mark.e2e
 def test_one_cell_on_python_313(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = run_lab(
@@ -340,6 +343,7 @@ def test_one_cell_on_python_313(tmp_path: Path) -> None:
 
 
 @needs_313
+@pytest.mark.e2e
 def test_serve_on_python_313() -> None:
     port = server.free_port()
     # No upstream service: /info does not need one, and the test stays short.

@@ -19,6 +19,8 @@ import pytest
 
 from lab import ROOT, children, interrupt, loadgen
 
+pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
+
 # A child Python that interrupts busy Popen polls with a storm of SIGTERMs aimed at its main
 # thread until Popen's lock is found held outside any wait (leaked), or time is up. A tiny
 # switch interval makes the GIL change hands at every bytecode boundary, as the sampler

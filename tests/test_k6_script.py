@@ -16,6 +16,8 @@ import pytest
 from lab import ROOT, server, targets
 from lab.targets import UnknownChoice
 
+pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
+
 K6 = ROOT / ".tools" / "bin" / "k6"
 SCRIPT = ROOT / "k6" / "lab.js"
 NOWHERE = "http://127.0.0.1:9"  # init must fail before any request is made

@@ -17,6 +17,8 @@ from lab.targets import load as load_target
 from labkit import errors, info, params, upstream
 from labkit.params import BadParam
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 CONTRACT = load()
 GRAMMAR = "ms must be an integer without sign or leading zeros"
 

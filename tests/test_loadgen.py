@@ -14,6 +14,8 @@ import pytest
 from lab import ROOT, loadgen
 from lab.matrix import Cell
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 FIXTURE = Path(__file__).parent / "fixtures" / "k6-summary.json"
 # /sequential?ms=20&n=2 on gin, open model at 100/s with 4 VUs (so some iterations dropped)
 SUMMARY: dict[str, Any] = json.loads(FIXTURE.read_text())

@@ -7,7 +7,11 @@ from __future__ import annotations
 import re
 import tomllib
 
+import pytest
+
 from lab import ROOT
+
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
 
 
 def test_every_binary_package_has_a_wheel_for_every_supported_python() -> None:

@@ -9,6 +9,8 @@ from conftest import TARGETS
 
 from lab.targets import MANIFEST, Target
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 # `"--timeout", "0"` (gunicorn: never restart a stuck worker) in a command array.
 TIMEOUT_ZERO = re.compile(r'"--timeout"\s*,\s*"0"|"--timeout=0"')
 

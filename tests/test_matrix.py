@@ -23,6 +23,8 @@ from lab.matrix import (
 )
 from lab.targets import UnknownChoice, discover
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 TARGETS = discover()
 BENCH = [e.name for e in load().bench_endpoints()]
 

@@ -11,6 +11,8 @@ import pytest
 from lab import model
 from lab.model import Demand
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 
 def go(**capacity: int | None) -> dict[str, Any]:
     return {"language": "go", "cpus": 1, "workers": 1, "capacity": capacity}

@@ -17,6 +17,8 @@ from lab.record import CellResult
 from lab.results import RunDir
 from lab.runner import KNOBS
 
+pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
+
 ENV = {
     k: v
     for k, v in os.environ.items()

@@ -23,6 +23,8 @@ from lab.runner import KNOBS
 from lab.runs import read_run
 from lab.targets import UnknownChoice
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 POSTS = ["coroutines", "flask-workers", "speedup", "wrk-gin"]
 
 
@@ -464,6 +466,7 @@ def test_mistakes_are_one_line_and_exit_2(args: list[str], message: str) -> None
 # --- one short real run --------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_reproduce_the_smallest_post_for_real(tmp_path: Path) -> None:
     """The smallest post with its first cell (16 one-second requests at once on 4 workers;
     the other two differ only in the endpoint): its own file, filtered, in a matrix folder of

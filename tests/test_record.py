@@ -13,6 +13,8 @@ from lab import ROOT
 from lab.record import COLUMNS, CellResult
 from lab.results import RunDir
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 
 def test_columns_are_the_fields_unique_and_stable_at_the_front() -> None:
     assert len(COLUMNS) == len(set(COLUMNS))

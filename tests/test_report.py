@@ -19,6 +19,8 @@ import pytest
 from lab import report
 from lab.report import sections
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 FIXTURE = Path(__file__).parent / "fixtures" / "report-run"
 SECTIONS = ["model", "headline", "throughput", "fit", "latency", "efficiency", "sweeps", "canary",
             "interpreters", "repeats", "errors", "timelines", "provenance"]  # fmt: skip

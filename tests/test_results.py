@@ -15,6 +15,8 @@ import pytest
 from lab import results
 from lab.results import COLUMNS, RunDir, resolve
 
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
 
 def freeze_clock(monkeypatch: pytest.MonkeyPatch, stamp: str = "2030-01-02 03:04:05") -> None:
     """Make lab.results see one fixed second (only lab.results: time itself is untouched)."""

@@ -30,6 +30,8 @@ from lab.results import COLUMNS, RunDir
 from lab.runner import KNOBS, cpu_split, estimate_s, resume_cells
 from lab.targets import discover
 
+pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
+
 # The runner's environment: nothing from the shell that k6 or the servers would read.
 ENV = {
     k: v

@@ -16,6 +16,8 @@ from conftest import CASE_IDS, CASES, start_target
 from lab import server
 from lab.targets import Target
 
+pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
+
 PROFILES_AT_ONCE = 2
 
 

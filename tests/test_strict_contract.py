@@ -27,6 +27,8 @@ from support import get, request
 
 from lab.contract import OPENAPI, Endpoint, load
 
+pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
+
 CONTRACT = load()
 PARAM_CASES = [(e, p.name) for e in WITH_PARAMS for p in e.params]
 CAPPED = [e for e in CONTRACT.endpoints if e.max_service_ms is not None]

@@ -40,6 +40,8 @@ from test_strict_contract import PARAM_CASES, SCHEMA, quick
 from lab import server
 from lab.contract import load
 
+pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
+
 CONTRACT = load()
 LIAR = Path(__file__).parent / "bites" / "liar"
 

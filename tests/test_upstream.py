@@ -10,6 +10,8 @@ from support import get
 from lab import server
 from lab.contract import load
 
+pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
+
 UPSTREAM_ENDPOINTS = [e for e in load().endpoints if e.kind == "upstream"]
 
 
