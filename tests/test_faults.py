@@ -22,7 +22,7 @@ from test_runner import (
     check_meta,
     check_ok_row,
     csv_rows,
-    is_k6,
+    is_cell_k6,
     lab_run,  # noqa: F401  (a fixture)
     only_run,
     run_lab,
@@ -72,8 +72,8 @@ def test_child_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun], v
         "bench", "go", "upstream", "--ms", "10", "--n", "2", "--vus", "10", "--duration", "2s",
         "--repeat", "2", "--out", str(out),
     )  # fmt: skip
-    wait_for("the first cell's k6", lambda: run_.live(is_k6), 40, run_)
-    match = is_upstream if victim == "upstream" else is_k6
+    wait_for("the first cell's k6", lambda: run_.live(is_cell_k6), 40, run_)
+    match = is_upstream if victim == "upstream" else is_cell_k6
     (proc,) = wait_for(victim, lambda: run_.live(match), 5, run_)
     time.sleep(0.7)
     proc.send_signal(signal.SIGKILL)
@@ -84,7 +84,7 @@ def test_child_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun], v
     run = only_run(out)
     first, second = csv_rows(run)
     assert first["status"] == "error"
-    assert first["verdict"] == "" and first["efficiency"] == ""
+    assert first["verdict"] == "error" and first["efficiency"] == ""  # no model verdict
     if victim == "upstream":
         assert f"the upstream service (pid {proc.pid}) was killed by SIGKILL" in first["error"]
         # its 502s are failures, named, and not throughput
@@ -110,7 +110,7 @@ def test_kill_9_mid_cell_leaves_nothing_then_resume_completes(
         *args, "--vus", "5", "--duration", "2s", "--repeat", "2", "--out", str(out),
         env={"WORKERS": "2"},
     )  # fmt: skip
-    wait_for("the first cell's k6", lambda: run_.live(is_k6), 60, run_)
+    wait_for("the first cell's k6", lambda: run_.live(is_cell_k6), 60, run_)
     # gunicorn, its 2 workers, the upstream service, k6 (and the supervisor)
     wait_for("the workers", lambda: len(run_.live(lambda p: p.name() == "gunicorn")) >= 3, 5, run_)
     assert run_.live(is_upstream)
@@ -147,7 +147,7 @@ def test_double_sigterm_mid_cell_stops_everything(
     out = tmp_path / "out"
     run_ = lab_run("bench", "go", "sync", "--ms", "10", "--vus", "5", "--duration", "20s",
                    "--out", str(out))  # fmt: skip
-    wait_for("k6", lambda: run_.live(is_k6), 40, run_)
+    wait_for("k6", lambda: run_.live(is_cell_k6), 40, run_)
     time.sleep(1.0)
     sent = time.monotonic()
     run_.proc.send_signal(signal.SIGTERM)
@@ -271,7 +271,7 @@ def test_a_second_run_is_refused_while_one_runs(
     out = tmp_path / "out"
     first = lab_run("bench", "go", "sync", "--ms", "10", "--vus", "2", "--duration", "3s",
                     "--out", str(out))  # fmt: skip
-    wait_for("the first run's k6", lambda: first.live(is_k6), 40, first)
+    wait_for("the first run's k6", lambda: first.live(is_cell_k6), 40, first)
     run = RunDir((out / "latest").resolve())
     # a new run, elsewhere: the machine's lock names the run that holds it
     other = tmp_path / "other"
@@ -295,7 +295,7 @@ def test_worker_killed_mid_cell_is_flagged(tmp_path: Path, lab_run: Callable[...
     out = tmp_path / "out"
     run_ = lab_run("bench", "flask", "sync", "--profile", "gunicorn", "--ms", "20", "--vus", "4",
                    "--duration", "3s", "--out", str(out), env={"WORKERS": "2"})  # fmt: skip
-    wait_for("k6", lambda: run_.live(is_k6), 40, run_)
+    wait_for("k6", lambda: run_.live(is_cell_k6), 40, run_)
     is_worker = gunicorn_worker(run_)
     workers = wait_for("two workers", lambda: len(run_.live(is_worker)) >= 2 and
                        run_.live(is_worker), 5, run_)  # fmt: skip
