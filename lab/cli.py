@@ -309,7 +309,7 @@ def _results_base(out: Path | None) -> Path:
     return base
 
 
-def plan_text(name: str, cells: list[Cell]) -> str:
+def plan_text(name: str, cells: list[Cell], max_cell_s: float = MAX_CELL_S) -> str:
     """--plan: the cells a run would measure, in order, and how long it should take."""
     lines = [f"{name}: {len(cells)} cells, about {clock(estimate_s(cells))} (nothing started)"]
     width = len(str(len(cells)))
@@ -318,7 +318,7 @@ def plan_text(name: str, cells: list[Cell]) -> str:
     lines.append(
         f"each cell adds about {OVERHEAD_ESTIMATE_S:g} s to its load (start, calibration, stop); "
         f"a cell the model says would complete too few requests runs longer (at most "
-        f"{MAX_CELL_S:g} s)"
+        f"{max_cell_s:g} s)"
     )
     return "\n".join(lines)
 
@@ -356,7 +356,8 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) 
         interpreters.check_cells(cells)
         if args.plan:
             done = {r["cell"] for r in run.rows() if r.get("status") == "ok"}
-            print(plan_text(f"resume of {run.run_id}", [c for c in cells if c.id not in done]))
+            todo = [c for c in cells if c.id not in done]
+            print(plan_text(f"resume of {run.run_id}", todo, options.max_cell_s))
             return 0
     else:
         info = _check_url(args.url, args.allow_remote) if args.url else None
@@ -371,10 +372,12 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) 
         cells = expand(matrix, _targets_for(matrix, info), seed=seed)
         _check_params_apply(args, {c.endpoint for c in cells})
         options = Options(url=args.url, port=args.port, pin=not args.no_pin)
+        if matrix.max_duration:
+            options.max_cell_s = parse_duration(matrix.max_duration)
         if args.canary_rate is not None:
             options.canary_rate = args.canary_rate
         if args.plan:
-            print(plan_text(matrix.name, cells))
+            print(plan_text(matrix.name, cells, options.max_cell_s))
             return 0
         base = _results_base(args.out)
     lock = None if args.allow_concurrent else runlock.acquire()

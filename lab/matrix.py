@@ -111,6 +111,9 @@ class Matrix:
     post: dict[str, Any] = field(default_factory=dict)  # the published post and its claims
     # Interpreter labels for Python targets (["3.11", "3.13"]); empty = the default environment.
     python: list[str] = field(default_factory=list)
+    # The longest a cell the model says would complete too few requests may be lengthened to
+    # ("" = the model's own cap, MAX_CELL_S): how a quick matrix keeps its time budget.
+    max_duration: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -155,6 +158,7 @@ _KEYS = {
     "env": "a table of knobs such as {WORKERS = 4}",
     "post": "a table: the post's citation and its claims (see lab/published.py)",
     "python": "an interpreter label such as '3.13' or a list of them",
+    "max_duration": "a duration such as 8s: the longest a cell may be lengthened",
 }
 
 
@@ -239,6 +243,15 @@ def from_toml(name: str, data: dict[str, Any], where: str = "matrix") -> Matrix:
         raise bad("env")
     if "post" in data and not isinstance(data["post"], dict):
         raise bad("post")
+    if "max_duration" in data:
+        try:
+            if (
+                not isinstance(data["max_duration"], str)
+                or parse_duration(data["max_duration"]) <= 0
+            ):
+                raise bad("max_duration")
+        except MatrixError:
+            raise bad("max_duration") from None
     if "python" in data:
         if isinstance(data["python"], str):
             data = {**data, "python": [data["python"]]}

@@ -225,22 +225,25 @@ def verdict(status: str, efficiency: float | None, censored: str = "") -> str:
     return "as predicted"
 
 
-def planned_duration_s(duration_s: float, predicted_rps: float | None) -> tuple[float, str]:
+def planned_duration_s(
+    duration_s: float, predicted_rps: float | None, cap_s: float = MAX_CELL_S
+) -> tuple[float, str]:
     """How long to run a cell so it completes MIN_REQUESTS (at most MAX_CELL_S), and why it
-    is censored if even that is too short ('' when it is not)."""
+    is censored if even that is too short ('' when it is not). A matrix may lower the cap
+    (quick: a cell is lengthened to 8 s at most, so the run stays within its budget)."""
     if not predicted_rps or predicted_rps <= 0:
         return duration_s, ""
     if MIN_REQUESTS / predicted_rps <= duration_s:
         return duration_s, ""
     # Plan for twice the minimum: a server slower than predicted still completes enough.
     needed = PLAN_MARGIN * MIN_REQUESTS / predicted_rps
-    if needed <= MAX_CELL_S:
+    if needed <= cap_s:
         return float(math.ceil(needed)), ""
-    if predicted_rps * MAX_CELL_S >= MIN_REQUESTS:
-        return MAX_CELL_S, ""
-    return MAX_CELL_S, (
-        f"the model predicts {predicted_rps:.3g} rps: {MAX_CELL_S:g} s (the cap) completes "
-        f"about {predicted_rps * MAX_CELL_S:.0f} < {MIN_REQUESTS} requests"
+    if predicted_rps * cap_s >= MIN_REQUESTS:
+        return cap_s, ""
+    return cap_s, (
+        f"the model predicts {predicted_rps:.3g} rps: {cap_s:g} s (the cap) completes "
+        f"about {predicted_rps * cap_s:.0f} < {MIN_REQUESTS} requests"
     )
 
 

@@ -57,6 +57,7 @@ class Options:
     pin: bool = True
     # k6 ends at duration + GRACEFUL_STOP (3 s) + its summary; beyond this margin it hung.
     k6_margin_s: float = 60.0
+    max_cell_s: float = model.MAX_CELL_S  # the longest a cell may be lengthened (a matrix's)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -198,7 +199,9 @@ class Runner:
             warm_up(base, endpoint.path, cell)
             # The model's inputs, on the idle server, and its prediction: before the load.
             prediction = self.predict(cell, endpoint, base, proc, info, row)
-            seconds, row.censored = model.planned_duration_s(cell.duration_s, prediction.rps)
+            seconds, row.censored = model.planned_duration_s(
+                cell.duration_s, prediction.rps, self.options.max_cell_s
+            )
             # Before the load: afterwards, requests k6 gave up on can still fill the server's
             # queue (a sync worker works through its listen backlog), and the picture with them.
             if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:

@@ -97,16 +97,20 @@ def test_unknown_matrix_lists_the_choices() -> None:
         assert name in message
 
 
-def test_quick_is_every_default_profile_times_every_endpoint() -> None:
+def test_quick_is_every_default_profile_times_the_representative_endpoints() -> None:
     matrix = load_matrix("quick")
     cells = expand(matrix, seed=1)
-    assert len(cells) == len(TARGETS) * len(BENCH)
+    chosen = matrix.endpoints
+    assert isinstance(chosen, list) and set(chosen) < set(BENCH)
+    # the endpoints left out are measured by the io matrix
+    assert set(BENCH) - set(chosen) <= set(load_matrix("io").endpoints)
+    assert len(cells) == len(TARGETS) * len(chosen)
     assert len({c.vus for c in cells}) == 1
     assert len({c.rate for c in cells}) == 1
     assert {c.repeat for c in cells} == {1}
     defaults = {t.name: t.default_profile for t in TARGETS}
     assert all(c.profile == defaults[c.target] for c in cells)
-    assert {(c.target, c.endpoint) for c in cells} == {(t.name, e) for t in TARGETS for e in BENCH}
+    assert {(c.target, c.endpoint) for c in cells} == {(t.name, e) for t in TARGETS for e in chosen}
 
 
 def test_full_is_every_profile_repeated_three_times() -> None:
@@ -322,3 +326,51 @@ def test_cell_ids_are_unique_across_every_dimension() -> None:
     assert len(ids) == len(set(ids))
     profiles = sum(len(t.profiles) for t in TARGETS)
     assert len(cells) == profiles * len(BENCH) * 2 * 2 * 2
+
+
+def test_max_duration_is_read_and_checked() -> None:
+    from lab.matrix import from_toml
+
+    assert from_toml("m", {"max_duration": "6s"}).max_duration == "6s"
+    for bad in ("6", 6, "0s", "fast"):
+        with pytest.raises(MatrixError, match="max_duration"):
+            from_toml("m", {"max_duration": bad})
+
+
+def test_quick_matrix_fits_its_budget_with_every_target() -> None:
+    """The README promises < 10 minutes for `just bench-all` whatever targets exist: the
+    estimate (which counts each cell's overhead) plus the worst case of lengthening every
+    cell to the matrix's cap stays within it."""
+    from lab.matrix import parse_duration
+    from lab.runner import OVERHEAD_ESTIMATE_S, estimate_s
+
+    quick = load_matrix("quick")
+    cells = expand(quick)
+    assert {c.target for c in cells} == {t.name for t in discover()}
+    assert estimate_s(cells) < 10 * 60
+    extra = parse_duration(quick.max_duration) - parse_duration(quick.duration)
+    python = [
+        c for c in cells if c.target in {t.name for t in discover() if t.language == "python"}
+    ]
+    slow = [c for c in python if c.endpoint in ("blocking", "cpu", "cpu-pool")]  # ~7-10 rps
+    assert estimate_s(cells) + extra * len(slow) < 10 * 60, (len(cells), OVERHEAD_ESTIMATE_S)
+
+
+def test_plan_starts_nothing_and_lists_every_cell(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    from lab import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", "bench-all", "--plan", "--out", str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    cells = expand(load_matrix("quick"))
+    assert lines[0].startswith(f"quick: {len(cells)} cells, about ")
+    assert "(nothing started)" in lines[0]
+    assert len([line for line in lines if "@vus=" in line]) == len(cells)
+    assert "at most 6 s" in lines[-1]
+    assert not (tmp_path / "out").exists()  # no run folder, no server
