@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_runner import ENV, run_lab  # the lab CLI in a child, with the session's own run lock
 
 from lab import ROOT, loadgen, published
 from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix
 from lab.report import published as report_published
 from lab.results import COLUMNS
-from lab.runner import KNOBS
 from lab.runs import read_run
 from lab.targets import UnknownChoice
 
@@ -422,23 +422,9 @@ def test_a_broken_post_in_run_json_is_one_line_in_the_report(tmp_path: Path) -> 
 
 # --- the command line ---------------------------------------------------------------------
 
-ENV = {k: v for k, v in os.environ.items() if k not in {"RATE", "MS", "N", *KNOBS}}
-
-
-def lab(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lab", *args],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
 
 def test_reproduce_alone_lists_the_posts() -> None:
-    done = lab("reproduce")
+    done = run_lab("reproduce")
     assert done.returncode == 0, done.stderr
     for name in POSTS:
         assert name in done.stdout
@@ -457,7 +443,7 @@ def test_reproduce_alone_lists_the_posts() -> None:
     ],
 )
 def test_mistakes_are_one_line_and_exit_2(args: list[str], message: str) -> None:
-    done = lab(*args)
+    done = run_lab(*args)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0, done.stderr
     assert message in done.stderr
