@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 
-from lab import loadgen, probe, server
+from lab import loadgen, probe, server, speed
 from lab.contract import Endpoint
 from lab.matrix import Cell
 from lab.sampler import Sampler, cpu_seconds
@@ -31,8 +31,10 @@ WAIT_REQUESTS = 9  # the median of 9: a loaded machine stalls single requests by
 # Without a measurement (no Go toolchain for the reference server): the cost measured on the
 # lab's 2-CPU machine (k6 v1.8.1, lab.js on /hello), recorded as assumed in run.json.
 ASSUMED_K6_US = 57.0
-LOADGEN_VUS = 20
 LOADGEN_DURATION = "2s"
+# k6 at this share of its CPUs is the bottleneck of the reference cell (k6's Go runtime tops
+# out at 84-91 % of its one CPU here, never 100 %).
+K6_BOUND_PCT = 75.0
 
 
 class CalibrationError(RuntimeError):
@@ -179,57 +181,80 @@ def _round_trip(
 
 @dataclass(frozen=True)
 class LoadgenCost:
+    """What one request costs k6 at a number of VUs. `us_per_request` is what the model uses:
+    k6's CPUs over the rate it reached against the cheapest server when k6 was the bottleneck
+    (its cost where it binds, the time its Go runtime cannot use included), else its CPU time
+    per request."""
+
     us_per_request: float
     rps: float | None  # what k6 reached meanwhile
     cpus: int
-    source: str  # "measured: ..." or "assumed: ..."
+    source: str  # "measured: ...", "given: ..." or "assumed: ..."
+    vus: int | None = None
+    cpu_us: float | None = None  # k6's CPU time per request
+    speed_ms: float | None = None  # the speed probe on k6's CPUs meanwhile (lab/speed.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def loadgen_cost(
-    k6_cpus: list[int] | None, server_cpus: list[int] | None, folder: Path
+    k6_cpus: list[int] | None, server_cpus: list[int] | None, folder: Path, vus: int
 ) -> LoadgenCost:
-    """k6's CPU per request on its own CPUs: lab.js on the Go target's /hello (the cheapest
-    server there is, pinned to the server's CPUs) for a couple of seconds, k6 sampled; its
-    typical CPU rate over the request rate. Falls back to ASSUMED_K6_US, saying so."""
+    """k6's cost per request on its own CPUs at `vus` VUs (k6's cost per request grows with
+    its VUs: 92 µs at 20, 116-134 at 50 here): lab.js on the Go target's /hello (the cheapest
+    server there is, pinned to the server's CPUs) for a couple of seconds, k6 sampled and the
+    speed probe beside it. Falls back to ASSUMED_K6_US, saying so."""
     cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
     given = os.environ.get("LAB_K6_US", "")
     with contextlib.suppress(ValueError):
         if float(given) > 0:  # a value measured before, to save the 3 s (recorded as given)
-            return LoadgenCost(float(given), None, cpus, "given: LAB_K6_US")
+            return LoadgenCost(float(given), None, cpus, "given: LAB_K6_US", vus)
     try:
         from lab.targets import find
 
         gin = find("gin")
     except Exception as exc:  # no Go target in this checkout: the recorded constant
-        return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: no gin target ({exc})")
+        return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: no gin target ({exc})", vus)
     folder.mkdir(parents=True, exist_ok=True)
     proc: server.ServerProcess | None = None
     run: loadgen.K6Run | None = None
+    probe_k6: speed.Probe | None = None
     try:
         proc = server.target_server(
-            gin, gin.default_profile, cpus=server_cpus, log=folder / "loadgen-server.log"
+            gin, gin.default_profile, cpus=server_cpus, log=folder / f"loadgen-{vus}-server.log"
         )
         proc.start(30)
-        cell = Cell("gin", gin.default_profile, "hello", (), LOADGEN_VUS, None, LOADGEN_DURATION, 1)
-        summary = folder / "loadgen-k6.json"
-        run = loadgen.start(cell, proc.url, summary, folder / "loadgen-k6.log", k6_cpus, 0)
+        cell = Cell("gin", gin.default_profile, "hello", (), vus, None, LOADGEN_DURATION, 1)
+        summary = folder / f"loadgen-{vus}-k6.json"
+        run = loadgen.start(cell, proc.url, summary, folder / f"loadgen-{vus}-k6.log", k6_cpus, 0)
         sampler = Sampler({"k6": run.proc.pid}, interval=0.1).start()
+        probe_k6 = speed.Probe(k6_cpus).start()
         run.wait(timeout=60)
         usage = sampler.stop()["k6"]
+        k6_speed = probe_k6.stop()
         data = loadgen.read_summary(summary)
         rps = loadgen.parse_summary(data)["rps"] if data else None
         if not rps or not usage.busy_pct:
             raise CalibrationError("k6 measured nothing")
-        us = usage.busy_pct / 100.0 / float(rps) * 1e6
+        cpu_us = usage.busy_pct / 100.0 / float(rps) * 1e6
+        bound = usage.busy_pct >= K6_BOUND_PCT * cpus
+        us = cpus / float(rps) * 1e6 if bound else cpu_us
+        how = "its CPUs over its top rate" if bound else "its CPU time per request"
         return LoadgenCost(
-            us, float(rps), cpus, f"measured: lab.js, {LOADGEN_VUS} VUs on gin /hello"
+            us,
+            float(rps),
+            cpus,
+            f"measured: lab.js, {vus} VUs on gin /hello ({how})",
+            vus,
+            cpu_us,
+            k6_speed.ms,
         )
     except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
-        return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: measurement failed ({exc})")
+        return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: measurement failed ({exc})", vus)
     finally:
+        if probe_k6:
+            probe_k6.stop()
         if run:
             run.kill()
         if proc:

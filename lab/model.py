@@ -79,10 +79,16 @@ class Demand:
     upstream_cpu_ms: float | None = None
     loadgen_us: float | None = None  # k6's CPU per request, in µs
     overshoot_ms: float | None = None  # how late the waits end (holds the slot)
+    # How much longer the same CPU work took on the server's (k6's) CPUs during the load than
+    # during its calibration, the speed probe's own share included (lab/speed.py): the CPU
+    # demands above, measured at one speed, are rescaled to the other. 1: not measured.
+    server_speed: float = 1.0
+    loadgen_speed: float = 1.0
 
     @property
     def load_side_ms(self) -> float:
-        return (self.loadgen_us or 0.0) / 1000.0 + (self.upstream_cpu_ms or 0.0)
+        side = (self.loadgen_us or 0.0) / 1000.0 + (self.upstream_cpu_ms or 0.0)
+        return side * self.loadgen_speed
 
 
 @dataclass(frozen=True)
@@ -150,7 +156,7 @@ def predict(
     """The model's throughput, mean latency and limiting resource for one cell."""
     if kind not in ("sleep", "upstream", "cpu", "none") or not info:
         return NO_MODEL
-    d = (demand.server_cpu_ms or 0.0) / 1000.0
+    d = (demand.server_cpu_ms or 0.0) / 1000.0 * demand.server_speed
     s = demand.service_ms / 1000.0 if kind != "cpu" else 0.0
     z = (demand.overhead_ms or 0.0) / 1000.0
     load = demand.load_side_ms / 1000.0

@@ -12,7 +12,7 @@ import platform
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from lab import (
     probe,
     results,
     server,
+    speed,
 )
 from lab.contract import load
 from lab.matrix import Cell
@@ -89,7 +90,8 @@ class Runner:
         self.server_cpus, self.k6_cpus = cpu_split(options.pin and not options.url)
         self.upstream: server.ServerProcess | None = None
         self.servers: dict[str, Any] = {}
-        self.loadgen: calibrate.LoadgenCost | None = None  # k6's cost per request, per run
+        # k6's cost per request, measured once per VU count (it grows with the VUs)
+        self.loadgen: dict[int, calibrate.LoadgenCost] = {}
 
     # --- the run ------------------------------------------------------------------------
 
@@ -110,15 +112,6 @@ class Runner:
             # leaving the server's CPUs to the server alone.
             os.sched_setaffinity(0, self.k6_cpus)
         try:
-            if todo and self.loadgen is None:
-                self.loadgen = calibrate.loadgen_cost(
-                    self.k6_cpus, self.server_cpus, self.run.path / "calibration"
-                )
-                print(
-                    f"k6 costs {self.loadgen.us_per_request:.0f} µs CPU per request "
-                    f"({self.loadgen.source})",
-                    file=sys.stderr,
-                )
             for cell in todo:
                 progress.show(cell.id)
                 row = self.cell(cell, index=len(done) + len(rows) + 1)
@@ -132,6 +125,19 @@ class Runner:
                     self.upstream.stop()
                     self.upstream = None
         return rows
+
+    def loadgen_cost(self, vus: int) -> calibrate.LoadgenCost:
+        """k6's cost per request at this many VUs, measured the first time it is needed."""
+        if vus not in self.loadgen:
+            cost = calibrate.loadgen_cost(
+                self.k6_cpus, self.server_cpus, self.run.path / "calibration", vus
+            )
+            self.loadgen[vus] = cost
+            print(
+                f"k6 costs {cost.us_per_request:.0f} µs per request at {vus} VUs ({cost.source})",
+                file=sys.stderr,
+            )
+        return self.loadgen[vus]
 
     def _upstream_url(self) -> str:
         if self.upstream is None or not self.upstream.alive():
@@ -166,6 +172,7 @@ class Runner:
         proc: server.ServerProcess | None = None
         k6run: loadgen.K6Run | None = None
         sampler: Sampler | None = None
+        probes: tuple[speed.Probe, speed.Probe] | None = None
         env: interpreters.Interpreter | None = None
         try:
             if self.options.url:
@@ -197,8 +204,10 @@ class Runner:
                 capacity=info.get("capacity", {}).get(cell.endpoint),
             )
             warm_up(base, endpoint.path, cell)
-            # The model's inputs, on the idle server, and its prediction: before the load.
-            prediction = self.predict(cell, endpoint, base, proc, info, row)
+            # The model's inputs, on the idle server, and its prediction: before the load
+            # (the CPUs' speed during the load only rescales the CPU demands afterwards).
+            calibration = self.calibrate(cell, endpoint, base, proc)
+            prediction = self.predict(cell, endpoint, calibration.demand, info, row)
             seconds, row.censored = model.planned_duration_s(
                 cell.duration_s, prediction.rps, self.options.max_cell_s
             )
@@ -220,9 +229,13 @@ class Runner:
             if upstream:
                 pids["upstream"] = upstream.pid  # it shares the load side's CPUs
             sampler = Sampler(pids).start()
+            probes = self.probes()
             budget = seconds + self.options.k6_margin_s
             code = k6run.wait(timeout=budget)
             usage = sampler.stop()
+            server_speed, k6_speed = (p.stop() for p in probes)
+            at_speed = calibration.at_speed(server_speed, k6_speed, row)
+            self.predict(cell, endpoint, at_speed, info, row)
             row.update(**_usage(usage, self.server_cpus, self.k6_cpus))
             row.restarts = len(sampler.ended("server")) if proc else None
             data = loadgen.read_summary(summary)
@@ -273,6 +286,8 @@ class Runner:
             with interrupt.shielded():  # bounded: a few seconds at most, whatever died
                 if sampler:
                     sampler.stop()
+                for probe in probes or ():
+                    probe.stop()
                 if k6run:
                     k6run.kill()
                 if proc:
@@ -324,19 +339,24 @@ class Runner:
         }
         (self.run.timelines / f"{stem}.json").write_text(json.dumps(doc, indent=1))
 
-    def predict(
+    def calibrate(
         self,
         cell: Cell,
         endpoint: Any,
         base: str,
         proc: server.ServerProcess | None,
-        info: dict[str, Any],
-        row: CellResult,
-    ) -> model.Prediction:
-        """Calibrate on the idle server and predict the cell; fills the model's columns."""
+    ) -> Calibration:
+        """The model's inputs, measured on the idle server (and k6's, once per VU count), with
+        the speed probe on both sides' CPUs meanwhile."""
+        k6 = self.loadgen_cost(cell.vus)
         upstream_pid = self.upstream.pid if endpoint.kind == "upstream" and self.upstream else None
-        cost = calibrate.server_cost(base, endpoint, cell, proc.pid if proc else None, upstream_pid)
-        k6 = self.loadgen
+        probe = speed.Probe(self.server_cpus).start()
+        try:
+            cost = calibrate.server_cost(
+                base, endpoint, cell, proc.pid if proc else None, upstream_pid
+            )
+        finally:
+            server_speed = probe.stop()
         demand = model.Demand(
             service_ms=endpoint.service_ms(dict(cell.params)) or 0.0,
             server_cpu_ms=cost.cpu_ms,
@@ -345,16 +365,26 @@ class Runner:
             loadgen_us=k6.us_per_request if k6 else None,
             overshoot_ms=cost.overshoot_ms,
         )
+        return Calibration(demand, server_speed, k6.speed_ms)
+
+    def probes(self) -> tuple[speed.Probe, speed.Probe]:
+        """The speed probe on the server's CPUs and on k6's (none where they are not pinned)."""
+        return speed.Probe(self.server_cpus).start(), speed.Probe(self.k6_cpus).start()
+
+    def predict(
+        self, cell: Cell, endpoint: Any, demand: model.Demand, info: dict[str, Any], row: CellResult
+    ) -> model.Prediction:
+        """The model's prediction of the cell; fills the model's columns."""
         load_cpus = len(self.k6_cpus) if self.k6_cpus else (os.cpu_count() or 1)
         p = model.predict(
             endpoint.kind, cell.endpoint, demand, cell.vus, cell.rate, info, load_cpus
         )
         row.update(
             service_ms=demand.service_ms,
-            server_cpu_ms=cost.cpu_ms,
-            overhead_ms=cost.overhead_ms,
-            overshoot_ms=cost.overshoot_ms,
-            upstream_cpu_ms=cost.upstream_cpu_ms,
+            server_cpu_ms=demand.server_cpu_ms,
+            overhead_ms=demand.overhead_ms,
+            overshoot_ms=demand.overshoot_ms,
+            upstream_cpu_ms=demand.upstream_cpu_ms,
             loadgen_us=demand.loadgen_us,
             loadgen_rps_max=p.loadgen_rps_max,
             predicted_rps=p.rps,
@@ -362,6 +392,27 @@ class Runner:
             bound=p.bound,
         )
         return p
+
+
+@dataclass(frozen=True)
+class Calibration:
+    demand: model.Demand  # measured at the calibration's CPU speed
+    server_speed: speed.Speed  # the probe on the server's CPUs during it
+    # the probe on k6's CPUs while k6's cost was measured (the upstream's CPU, measured on
+    # the same CPUs during the server's calibration, is rescaled alike)
+    k6_speed_ms: float | None
+
+    def at_speed(self, server: speed.Speed, k6: speed.Speed, row: CellResult) -> model.Demand:
+        """The demand rescaled to the CPUs' speed during the load (the probe's own share of
+        them counted as used); the factors go to the row."""
+        server_ratio = speed.ratio(server, self.server_speed)
+        k6_ratio = speed.ratio(k6, speed.Speed(self.k6_speed_ms, 1, 0.0))
+        row.update(server_speed=server_ratio, loadgen_speed=k6_ratio)
+        return replace(
+            self.demand,
+            server_speed=(server_ratio or 1.0) / (1 - server.share),
+            loadgen_speed=(k6_ratio or 1.0) / (1 - k6.share),
+        )
 
 
 def judge(row: CellResult) -> None:
@@ -502,7 +553,7 @@ def runner_identity() -> dict[str, Any]:
 def finish_run(run: RunDir, meta: dict[str, Any], runner: Runner, status: str) -> None:
     meta["servers"] = {**meta.get("servers", {}), **runner.servers}
     if runner.loadgen:
-        meta["loadgen"] = runner.loadgen.to_json()
+        meta["loadgen"] = [cost.to_json() for _, cost in sorted(runner.loadgen.items())]
     meta["status"] = status
     meta["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     run.write_meta(meta)

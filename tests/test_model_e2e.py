@@ -118,9 +118,11 @@ def test_loadgen_bound_hello_and_k6_measured(tmp_path: Path) -> None:
         row, problem = one(tmp_path / "again")
     assert problem is None, problem
     assert row.loadgen_us and 20 < row.loadgen_us < 500  # µs of k6 CPU per request
-    assert row.loadgen_rps_max == pytest.approx(1e6 / row.loadgen_us, rel=0.01)
+    # the ceiling: k6's cost at the CPUs' speed during the load (the probe's share: < 3 %)
+    speed = row.loadgen_speed or 1.0
+    assert row.loadgen_rps_max == pytest.approx(1e6 / (row.loadgen_us * speed), rel=0.04)
     meta = RunDir(next(p for p in (tmp_path / "out").iterdir() if p.name != "latest")).meta()
-    assert meta["loadgen"]["source"].startswith("measured")
+    assert meta["loadgen"][0]["source"].startswith("measured")
 
 
 def test_censored_cell_is_lengthened(tmp_path: Path) -> None:
