@@ -1,7 +1,10 @@
 """The capacity model: a cell's throughput and latency predicted from every resource a request
 uses, each measured on the idle server before the load or stated by the server in /info.
-Nothing measured during a cell's own load enters its prediction (else efficiency would be a
-tautology). CONTRACT.md ("The capacity model") has the same rules as a table.
+Nothing measured of the server during a cell's own load enters its prediction (else
+efficiency would be a tautology). The one thing read during the load is the machine: how fast
+its CPUs ran, by a reference loop beside the work (lab/speed.py), because this host's CPUs
+change speed by ±10 % within a second; the CPU demands measured at the calibration's speed are
+rescaled to the load's. CONTRACT.md ("The capacity model") has the same rules as a table.
 
 A closed k6 cell (N VUs, each sending its next request when the last one answered) is a
 closed queueing network. One request visits:
@@ -14,9 +17,9 @@ closed queueing network. One request visits:
               (HTTP parsing, the framework, an HTTP client's fan-out, the CPU work itself),
               measured on the idle server over up to 8 kept-alive connections; m = the CPUs it
               may use, and for Python at most one per worker process (one GIL each);
-  loadgen     the load side's CPUs: k6's CPU per request (measured once per run: lab.js on
-              /hello) plus, for /upstream, the upstream service's CPU per request (it shares
-              k6's CPUs);
+  loadgen     the load side's CPUs: k6's cost per request (measured once per VU count:
+              lab.js on the Go target's /hello, k6's CPUs over its top rate) plus, for
+              /upstream, the upstream service's CPU per request (it shares k6's CPUs);
   overhead    Z: the rest of one round trip on the idle server (loopback, kernel, the
               hand-off to a thread pool, a sleep's overshoot), a pure delay.
 
@@ -263,6 +266,11 @@ def too_few(requests: int | None) -> str:
 def limit_text(bound: str, r: Any) -> str:
     """The limiting resource with the measured number behind it, for the report."""
 
+    def speed(ratio: float | None) -> str:
+        if not ratio or abs(ratio - 1) < 0.005:
+            return ""
+        return f" (its CPUs {abs(ratio - 1):.0%} {'slower' if ratio > 1 else 'faster'} under load)"
+
     def f(v: float | None, unit: str) -> str:
         if v is None:
             return "?"
@@ -272,9 +280,12 @@ def limit_text(bound: str, r: Any) -> str:
         case "slots":
             return f"slots: {r.capacity} per ({f(r.service_ms, 'ms')} wait + CPU)"
         case "server-cpu":
-            return f"server CPU {f(r.server_cpu_ms, 'ms')}/request"
+            return f"server CPU {f(r.server_cpu_ms, 'ms')}/request" + speed(r.server_speed)
         case "loadgen":
-            return f"k6 {f(r.loadgen_us, 'µs')}/request → {f(r.loadgen_rps_max, 'rps')} max"
+            return (
+                f"k6 {f(r.loadgen_us, 'µs')}/request → {f(r.loadgen_rps_max, 'rps')} max"
+                + speed(r.loadgen_speed)
+            )
         case "upstream-cpu":
             return f"upstream {f(r.upstream_cpu_ms, 'ms')}/request on k6's CPUs"
         case "vus":

@@ -213,3 +213,19 @@ def test_cpu_demands_rescaled_to_the_cpus_speed_during_the_load() -> None:
     sync = Demand(100.0, 1.0, 0.5, None, K6_US, server_speed=1.2)
     slots = model.predict("sleep", "sync", sync, 50, None, py(sync=40), 1).ceilings["slots"]
     assert slots == pytest.approx(40 / 0.1012, rel=1e-3)
+
+
+def test_limit_text_names_the_number_and_the_cpus_speed() -> None:
+    from lab.record import CellResult
+
+    row = CellResult(server_cpu_ms=104.0, server_speed=1.07, loadgen_us=120.0)
+    assert model.limit_text("server-cpu", row) == (
+        "server CPU 104 ms/request (its CPUs 7% slower under load)"
+    )
+    row.loadgen_rps_max, row.loadgen_speed = 8000.0, 0.9
+    assert model.limit_text("loadgen", row) == (
+        "k6 120 µs/request → 8,000 rps max (its CPUs 10% faster under load)"
+    )
+    assert model.limit_text("server-cpu", CellResult(server_cpu_ms=0.5)) == (
+        "server CPU 0.5 ms/request"
+    )
