@@ -198,3 +198,32 @@ def test_tolerance_is_five_percent() -> None:
     assert model.TOLERANCE == 0.05
     assert 1 / model.MIN_REQUESTS <= model.TOLERANCE / 2  # counting error: half the band
     assert math.isfinite(model.MAX_CELL_S)
+
+
+# --- the calibration's requests (lab/calibrate.py) and the warm-up before them ------------
+
+
+def _cell(endpoint: str, vus: int = 50, **params: int) -> Any:
+    from lab.matrix import Cell
+
+    return Cell("gin", "release", endpoint, tuple(params.items()), vus, None, "3s", 1)
+
+
+def test_cpu_is_measured_with_short_waits_not_none() -> None:
+    # A wait's wake-up costs CPU that ms=0 never pays (gin /upstream?n=10: 0.46-0.50 ms per
+    # request with ms=0, 0.87 with 10 ms waits, 0.86 under the load): waits of min(ms, 10).
+    from lab import calibrate
+    from lab.contract import load
+
+    upstream, sequential, hello = (load()[e] for e in ("upstream", "sequential", "hello"))
+    assert calibrate.cpu_query(upstream, _cell("upstream", ms=100, n=10)) == (
+        "/upstream?ms=10&n=10"
+    )
+    assert calibrate.cpu_query(sequential, _cell("sequential", ms=3, n=4)) == (
+        "/sequential?ms=3&n=4"
+    )
+    assert calibrate.cpu_query(hello, _cell("hello")) == "/hello"
+    # the round trip's "bare" request still has no wait (the overshoot is measured against it)
+    assert calibrate.calibration_query(upstream, _cell("upstream", ms=100, n=10)) == (
+        "/upstream?ms=0&n=10"
+    )
