@@ -227,3 +227,23 @@ def test_cpu_is_measured_with_short_waits_not_none() -> None:
     assert calibrate.calibration_query(upstream, _cell("upstream", ms=100, n=10)) == (
         "/upstream?ms=0&n=10"
     )
+
+
+def test_warm_up_opens_the_upstream_connections_the_load_needs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # N VUs x n calls at once for a fan-out; calls one after another need one connection each.
+    from lab import runner
+    from lab.contract import load
+
+    seen: list[str] = []
+    monkeypatch.setattr(runner.server, "get_json", lambda url, timeout: seen.append(url))
+    contract = load()
+    runner.warm_up("http://h", contract["upstream"], _cell("upstream", 50, ms=100, n=10))
+    assert seen == ["http://h/upstream?ms=10&n=10"] * 50
+    seen.clear()
+    runner.warm_up("http://h", contract["upstream-seq"], _cell("upstream-seq", 100, ms=100, n=10))
+    assert seen == ["http://h/upstream-seq?ms=10&n=1"] * 100
+    seen.clear()
+    runner.warm_up("http://h", contract["async"], _cell("async", 50, ms=100))
+    assert seen == ["http://h/async?ms=1"] * 16  # other endpoints: as before
