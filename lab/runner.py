@@ -4,12 +4,14 @@ stop that must leave nothing behind. A failing cell becomes an error row; the ru
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
 import os
 import platform
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
@@ -203,7 +205,7 @@ class Runner:
                 threads=info.get("threads"),
                 capacity=info.get("capacity", {}).get(cell.endpoint),
             )
-            warm_up(base, endpoint.path, cell)
+            warm_up(base, endpoint, cell)
             # The model's inputs, on the idle server, and its prediction: before the load
             # (the CPUs' speed during the load only rescales the CPU demands afterwards).
             calibration = self.calibrate(cell, endpoint, base, proc)
@@ -508,13 +510,37 @@ def _query(cell: Cell, **override: int) -> str:
     return "?" + "&".join(f"{k}={v}" for k, v in values.items()) if values else ""
 
 
-def warm_up(base: str, path: str, cell: Cell) -> None:
-    """Wake up thread pools, pool processes and connections with small requests at once."""
+WARM_UP_MAX = 256  # requests at once at most, for the upstream client's pool
+
+
+def warm_up(base: str, endpoint: Any, cell: Cell) -> None:
+    """Wake up thread pools, pool processes and connections with small requests at once.
+    An /upstream cell's server needs, under the load, as many connections to the upstream as
+    calls in flight: N VUs x n calls at once. Opened by the load's first wave, they made that
+    wave's requests 190-370 ms instead of about 110 (gin, aiohttp: 50 VUs, n=10, ms=100), a
+    start-up cost the steady state does not have; so the same number of calls are made at once
+    here (waits of min(ms, 10) ms, released together), the same rule on every target."""
     small = {k: v for k, v in {"ms": 1, "n": 1}.items() if cell.param(k) is not None}
-    url = f"{base}{path}{_query(cell, **small)}"
     k = min(cell.vus, 16)
+    if endpoint.kind == "upstream":
+        wait = min(cell.param("ms") or 1, calibrate.WAIT_MS)
+        small["ms"] = wait
+        concurrent = cell.param("n") is not None and endpoint.service_ms(
+            {**dict(cell.params), "ms": wait}
+        ) == float(wait)
+        if concurrent:  # n calls at once: keep n; calls one after another need one connection
+            small.pop("n")
+        k = min(cell.vus, WARM_UP_MAX)
+    url = f"{base}{endpoint.path}{_query(cell, **small)}"
+    start = threading.Barrier(k)
+
+    def one(_: int) -> Any:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            start.wait(timeout=10)
+        return server.get_json(url, timeout=30)
+
     with ThreadPoolExecutor(k) as pool:
-        list(pool.map(lambda _: server.get_json(url, timeout=30), range(k)))
+        list(pool.map(one, range(k)))
 
 
 def start_run(

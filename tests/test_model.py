@@ -229,3 +229,52 @@ def test_limit_text_names_the_number_and_the_cpus_speed() -> None:
     assert model.limit_text("server-cpu", CellResult(server_cpu_ms=0.5)) == (
         "server CPU 0.5 ms/request"
     )
+
+
+# --- the calibration's requests (lab/calibrate.py) and the warm-up before them ------------
+
+
+def _cell(endpoint: str, vus: int = 50, **params: int) -> Any:
+    from lab.matrix import Cell
+
+    return Cell("gin", "release", endpoint, tuple(params.items()), vus, None, "3s", 1)
+
+
+def test_cpu_is_measured_with_short_waits_not_none() -> None:
+    # A wait's wake-up costs CPU that ms=0 never pays (gin /upstream?n=10: 0.46-0.50 ms per
+    # request with ms=0, 0.87 with 10 ms waits, 0.86 under the load): waits of min(ms, 10).
+    from lab import calibrate
+    from lab.contract import load
+
+    upstream, sequential, hello = (load()[e] for e in ("upstream", "sequential", "hello"))
+    assert calibrate.cpu_query(upstream, _cell("upstream", ms=100, n=10)) == (
+        "/upstream?ms=10&n=10"
+    )
+    assert calibrate.cpu_query(sequential, _cell("sequential", ms=3, n=4)) == (
+        "/sequential?ms=3&n=4"
+    )
+    assert calibrate.cpu_query(hello, _cell("hello")) == "/hello"
+    # the round trip's "bare" request still has no wait (the overshoot is measured against it)
+    assert calibrate.calibration_query(upstream, _cell("upstream", ms=100, n=10)) == (
+        "/upstream?ms=0&n=10"
+    )
+
+
+def test_warm_up_opens_the_upstream_connections_the_load_needs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # N VUs x n calls at once for a fan-out; calls one after another need one connection each.
+    from lab import runner
+    from lab.contract import load
+
+    seen: list[str] = []
+    monkeypatch.setattr(runner.server, "get_json", lambda url, timeout: seen.append(url))
+    contract = load()
+    runner.warm_up("http://h", contract["upstream"], _cell("upstream", 50, ms=100, n=10))
+    assert seen == ["http://h/upstream?ms=10&n=10"] * 50
+    seen.clear()
+    runner.warm_up("http://h", contract["upstream-seq"], _cell("upstream-seq", 100, ms=100, n=10))
+    assert seen == ["http://h/upstream-seq?ms=10&n=1"] * 100
+    seen.clear()
+    runner.warm_up("http://h", contract["async"], _cell("async", 50, ms=100))
+    assert seen == ["http://h/async?ms=1"] * 16  # other endpoints: as before
