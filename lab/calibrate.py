@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 
-from lab import loadgen, probe, server, speed
+from lab import loadgen, probe, server
 from lab.contract import Endpoint
 from lab.matrix import Cell
 from lab.sampler import Sampler, cpu_seconds
@@ -204,7 +204,6 @@ class LoadgenCost:
     source: str  # "measured: ...", "given: ..." or "assumed: ..."
     vus: int | None = None
     cpu_us: float | None = None  # k6's CPU time per request
-    speed_ms: float | None = None  # the speed probe on k6's CPUs meanwhile (lab/speed.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -213,10 +212,10 @@ class LoadgenCost:
 def loadgen_cost(
     k6_cpus: list[int] | None, server_cpus: list[int] | None, folder: Path, vus: int
 ) -> LoadgenCost:
-    """k6's cost per request on its own CPUs at `vus` VUs (k6's cost per request grows with
-    its VUs: 92 µs at 20, 116-134 at 50 here): lab.js on the Go target's /hello (the cheapest
-    server there is, pinned to the server's CPUs) for a couple of seconds, k6 sampled and the
-    speed probe beside it. Falls back to ASSUMED_K6_US, saying so."""
+    """k6's cost per request on its own CPUs at `vus` VUs (it grows with the VUs: 92 µs at 20,
+    100-134 at 50 here): lab.js on the Go target's /hello (the cheapest server there is, pinned
+    to the server's CPUs) for a couple of seconds, k6 sampled. Falls back to ASSUMED_K6_US,
+    saying so."""
     cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
     given = os.environ.get("LAB_K6_US", "")
     with contextlib.suppress(ValueError):
@@ -231,7 +230,6 @@ def loadgen_cost(
     folder.mkdir(parents=True, exist_ok=True)
     proc: server.ServerProcess | None = None
     run: loadgen.K6Run | None = None
-    probe_k6: speed.Probe | None = None
     try:
         proc = server.target_server(
             gin, gin.default_profile, cpus=server_cpus, log=folder / f"loadgen-{vus}-server.log"
@@ -241,10 +239,8 @@ def loadgen_cost(
         summary = folder / f"loadgen-{vus}-k6.json"
         run = loadgen.start(cell, proc.url, summary, folder / f"loadgen-{vus}-k6.log", k6_cpus, 0)
         sampler = Sampler({"k6": run.proc.pid}, interval=0.1).start()
-        probe_k6 = speed.Probe(k6_cpus).start()
         run.wait(timeout=60)
         usage = sampler.stop()["k6"]
-        k6_speed = probe_k6.stop()
         data = loadgen.read_summary(summary)
         rps = loadgen.parse_summary(data)["rps"] if data else None
         if not rps or not usage.busy_pct:
@@ -260,13 +256,10 @@ def loadgen_cost(
             f"measured: lab.js, {vus} VUs on gin /hello ({how})",
             vus,
             cpu_us,
-            k6_speed.ms,
         )
     except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
         return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: measurement failed ({exc})", vus)
     finally:
-        if probe_k6:
-            probe_k6.stop()
         if run:
             run.kill()
         if proc:

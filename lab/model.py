@@ -1,10 +1,7 @@
 """The capacity model: a cell's throughput and latency predicted from every resource a request
 uses, each measured on the idle server before the load or stated by the server in /info.
-Nothing measured of the server during a cell's own load enters its prediction (else
-efficiency would be a tautology). The one thing read during the load is the machine: how fast
-its CPUs ran, by a reference loop beside the work (lab/speed.py), because this host's CPUs
-change speed by ±10 % within a second; the CPU demands measured at the calibration's speed are
-rescaled to the load's. CONTRACT.md ("The capacity model") has the same rules as a table.
+Nothing measured during a cell's own load enters its prediction (else efficiency would be a
+tautology). CONTRACT.md ("The capacity model") has the same rules as a table.
 
 A closed k6 cell (N VUs, each sending its next request when the last one answered) is a
 closed queueing network. One request visits:
@@ -82,16 +79,10 @@ class Demand:
     upstream_cpu_ms: float | None = None
     loadgen_us: float | None = None  # k6's CPU per request, in µs
     overshoot_ms: float | None = None  # how late the waits end (holds the slot)
-    # How much longer the same CPU work took on the server's (k6's) CPUs during the load than
-    # during its calibration, the speed probe's own share included (lab/speed.py): the CPU
-    # demands above, measured at one speed, are rescaled to the other. 1: not measured.
-    server_speed: float = 1.0
-    loadgen_speed: float = 1.0
 
     @property
     def load_side_ms(self) -> float:
-        side = (self.loadgen_us or 0.0) / 1000.0 + (self.upstream_cpu_ms or 0.0)
-        return side * self.loadgen_speed
+        return (self.loadgen_us or 0.0) / 1000.0 + (self.upstream_cpu_ms or 0.0)
 
 
 @dataclass(frozen=True)
@@ -159,7 +150,7 @@ def predict(
     """The model's throughput, mean latency and limiting resource for one cell."""
     if kind not in ("sleep", "upstream", "cpu", "none") or not info:
         return NO_MODEL
-    d = (demand.server_cpu_ms or 0.0) / 1000.0 * demand.server_speed
+    d = (demand.server_cpu_ms or 0.0) / 1000.0
     s = demand.service_ms / 1000.0 if kind != "cpu" else 0.0
     z = (demand.overhead_ms or 0.0) / 1000.0
     load = demand.load_side_ms / 1000.0
@@ -266,11 +257,6 @@ def too_few(requests: int | None) -> str:
 def limit_text(bound: str, r: Any) -> str:
     """The limiting resource with the measured number behind it, for the report."""
 
-    def speed(ratio: float | None) -> str:
-        if not ratio or abs(ratio - 1) < 0.005:
-            return ""
-        return f" (its CPUs {abs(ratio - 1):.0%} {'slower' if ratio > 1 else 'faster'} under load)"
-
     def f(v: float | None, unit: str) -> str:
         if v is None:
             return "?"
@@ -280,12 +266,9 @@ def limit_text(bound: str, r: Any) -> str:
         case "slots":
             return f"slots: {r.capacity} per ({f(r.service_ms, 'ms')} wait + CPU)"
         case "server-cpu":
-            return f"server CPU {f(r.server_cpu_ms, 'ms')}/request" + speed(r.server_speed)
+            return f"server CPU {f(r.server_cpu_ms, 'ms')}/request"
         case "loadgen":
-            return (
-                f"k6 {f(r.loadgen_us, 'µs')}/request → {f(r.loadgen_rps_max, 'rps')} max"
-                + speed(r.loadgen_speed)
-            )
+            return f"k6 {f(r.loadgen_us, 'µs')}/request → {f(r.loadgen_rps_max, 'rps')} max"
         case "upstream-cpu":
             return f"upstream {f(r.upstream_cpu_ms, 'ms')}/request on k6's CPUs"
         case "vus":

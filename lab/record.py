@@ -68,10 +68,6 @@ class CellResult:
     overshoot_ms: float | None = None  # how late a request's waits end (holds its slot)
     upstream_cpu_ms: float | None = None  # upstream service CPU per request (/upstream)
     loadgen_us: float | None = None  # k6's cost per request (µs), measured once per VU count
-    # the CPUs' speed during the load over their speed during calibration (lab/speed.py):
-    # 1.1 = the same work took 10 % longer; the prediction's CPU demands are rescaled by it
-    server_speed: float | None = None
-    loadgen_speed: float | None = None
     loadgen_rps_max: float | None = None  # the load side's ceiling on its CPUs
     predicted_rps: float | None = None
     predicted_latency_ms: float | None = None

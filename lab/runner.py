@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,6 @@ from lab import (
     probe,
     results,
     server,
-    speed,
 )
 from lab.contract import load
 from lab.matrix import Cell
@@ -174,7 +173,6 @@ class Runner:
         proc: server.ServerProcess | None = None
         k6run: loadgen.K6Run | None = None
         sampler: Sampler | None = None
-        probes: tuple[speed.Probe, speed.Probe] | None = None
         env: interpreters.Interpreter | None = None
         try:
             if self.options.url:
@@ -206,10 +204,9 @@ class Runner:
                 capacity=info.get("capacity", {}).get(cell.endpoint),
             )
             warm_up(base, endpoint, cell)
-            # The model's inputs, on the idle server, and its prediction: before the load
-            # (the CPUs' speed during the load only rescales the CPU demands afterwards).
-            calibration = self.calibrate(cell, endpoint, base, proc)
-            prediction = self.predict(cell, endpoint, calibration.demand, info, row)
+            # The model's inputs, on the idle server, and its prediction: before the load.
+            demand = self.calibrate(cell, endpoint, base, proc)
+            prediction = self.predict(cell, endpoint, demand, info, row)
             seconds, row.censored = model.planned_duration_s(
                 cell.duration_s, prediction.rps, self.options.max_cell_s
             )
@@ -231,13 +228,9 @@ class Runner:
             if upstream:
                 pids["upstream"] = upstream.pid  # it shares the load side's CPUs
             sampler = Sampler(pids).start()
-            probes = self.probes()
             budget = seconds + self.options.k6_margin_s
             code = k6run.wait(timeout=budget)
             usage = sampler.stop()
-            server_speed, k6_speed = (p.stop() for p in probes)
-            at_speed = calibration.at_speed(server_speed, k6_speed, row)
-            self.predict(cell, endpoint, at_speed, info, row)
             row.update(**_usage(usage, self.server_cpus, self.k6_cpus))
             row.restarts = len(sampler.ended("server")) if proc else None
             data = loadgen.read_summary(summary)
@@ -288,8 +281,6 @@ class Runner:
             with interrupt.shielded():  # bounded: a few seconds at most, whatever died
                 if sampler:
                     sampler.stop()
-                for probe in probes or ():
-                    probe.stop()
                 if k6run:
                     k6run.kill()
                 if proc:
@@ -347,19 +338,13 @@ class Runner:
         endpoint: Any,
         base: str,
         proc: server.ServerProcess | None,
-    ) -> Calibration:
-        """The model's inputs, measured on the idle server (and k6's, once per VU count), with
-        the speed probe on both sides' CPUs meanwhile."""
+    ) -> model.Demand:
+        """The model's inputs, measured on the idle server (and k6's cost per request at this
+        many VUs, measured once)."""
         k6 = self.loadgen_cost(cell.vus)
         upstream_pid = self.upstream.pid if endpoint.kind == "upstream" and self.upstream else None
-        probe = speed.Probe(self.server_cpus).start()
-        try:
-            cost = calibrate.server_cost(
-                base, endpoint, cell, proc.pid if proc else None, upstream_pid
-            )
-        finally:
-            server_speed = probe.stop()
-        demand = model.Demand(
+        cost = calibrate.server_cost(base, endpoint, cell, proc.pid if proc else None, upstream_pid)
+        return model.Demand(
             service_ms=endpoint.service_ms(dict(cell.params)) or 0.0,
             server_cpu_ms=cost.cpu_ms,
             overhead_ms=cost.overhead_ms,
@@ -367,11 +352,6 @@ class Runner:
             loadgen_us=k6.us_per_request if k6 else None,
             overshoot_ms=cost.overshoot_ms,
         )
-        return Calibration(demand, server_speed, k6.speed_ms)
-
-    def probes(self) -> tuple[speed.Probe, speed.Probe]:
-        """The speed probe on the server's CPUs and on k6's (none where they are not pinned)."""
-        return speed.Probe(self.server_cpus).start(), speed.Probe(self.k6_cpus).start()
 
     def predict(
         self, cell: Cell, endpoint: Any, demand: model.Demand, info: dict[str, Any], row: CellResult
@@ -394,27 +374,6 @@ class Runner:
             bound=p.bound,
         )
         return p
-
-
-@dataclass(frozen=True)
-class Calibration:
-    demand: model.Demand  # measured at the calibration's CPU speed
-    server_speed: speed.Speed  # the probe on the server's CPUs during it
-    # the probe on k6's CPUs while k6's cost was measured (the upstream's CPU, measured on
-    # the same CPUs during the server's calibration, is rescaled alike)
-    k6_speed_ms: float | None
-
-    def at_speed(self, server: speed.Speed, k6: speed.Speed, row: CellResult) -> model.Demand:
-        """The demand rescaled to the CPUs' speed during the load (the probe's own share of
-        them counted as used); the factors go to the row."""
-        server_ratio = speed.ratio(server, self.server_speed)
-        k6_ratio = speed.ratio(k6, speed.Speed(self.k6_speed_ms, 1, 0.0))
-        row.update(server_speed=server_ratio, loadgen_speed=k6_ratio)
-        return replace(
-            self.demand,
-            server_speed=(server_ratio or 1.0) / (1 - server.share),
-            loadgen_speed=(k6_ratio or 1.0) / (1 - k6.share),
-        )
 
 
 def judge(row: CellResult) -> None:

@@ -200,32 +200,12 @@ def test_tolerance_is_five_percent() -> None:
     assert math.isfinite(model.MAX_CELL_S)
 
 
-def test_cpu_demands_rescaled_to_the_cpus_speed_during_the_load() -> None:
-    # calibrated at one speed, the load ran 20 % slower on the server's CPUs, 10 % on k6's
-    demand = Demand(0.0, 20.0, 0.2, None, K6_US, server_speed=1.2, loadgen_speed=1.1)
-    p = model.predict("cpu", "cpu", demand, 10, None, py(workers=1, cpus=1, cpu=1), 1)
-    assert p.ceilings["server-cpu"] == pytest.approx(1000 / 24)
-    hello = Demand(0.0, 0.03, 0.1, None, K6_US, loadgen_speed=1.1)
-    assert model.predict("none", "hello", hello, 50, None, go(hello=None), 1).ceilings[
-        "loadgen"
-    ] == pytest.approx(1e6 / (K6_US * 1.1))
-    # a speed cannot rescue a wrong capacity: it scales CPU, never a slot's wait
-    sync = Demand(100.0, 1.0, 0.5, None, K6_US, server_speed=1.2)
-    slots = model.predict("sleep", "sync", sync, 50, None, py(sync=40), 1).ceilings["slots"]
-    assert slots == pytest.approx(40 / 0.1012, rel=1e-3)
-
-
-def test_limit_text_names_the_number_and_the_cpus_speed() -> None:
+def test_limit_text_names_the_resource_and_its_number() -> None:
     from lab.record import CellResult
 
-    row = CellResult(server_cpu_ms=104.0, server_speed=1.07, loadgen_us=120.0)
-    assert model.limit_text("server-cpu", row) == (
-        "server CPU 104 ms/request (its CPUs 7% slower under load)"
-    )
-    row.loadgen_rps_max, row.loadgen_speed = 8000.0, 0.9
-    assert model.limit_text("loadgen", row) == (
-        "k6 120 µs/request → 8,000 rps max (its CPUs 10% faster under load)"
-    )
+    row = CellResult(server_cpu_ms=104.0, loadgen_us=120.0, loadgen_rps_max=8000.0)
+    assert model.limit_text("server-cpu", row) == "server CPU 104 ms/request"
+    assert model.limit_text("loadgen", row) == "k6 120 µs/request → 8,000 rps max"
     assert model.limit_text("server-cpu", CellResult(server_cpu_ms=0.5)) == (
         "server CPU 0.5 ms/request"
     )
