@@ -32,6 +32,7 @@ WAIT_REQUESTS = 9  # the median of 9: a loaded machine stalls single requests by
 # lab's 2-CPU machine (k6 v1.8.1, lab.js on /hello), recorded as assumed in run.json.
 ASSUMED_K6_US = 57.0
 LOADGEN_DURATION = "2s"
+LOADGEN_WAIT_S = 15.0  # k6's start, the 2 s and its graceful stop; a hung k6 is given up on
 # k6 at this share of its CPUs is the bottleneck of the reference cell (k6's Go runtime tops
 # out at 84-91 % of its one CPU here, never 100 %).
 K6_BOUND_PCT = 75.0
@@ -239,7 +240,7 @@ def loadgen_cost(
         summary = folder / f"loadgen-{vus}-k6.json"
         run = loadgen.start(cell, proc.url, summary, folder / f"loadgen-{vus}-k6.log", k6_cpus, 0)
         sampler = Sampler({"k6": run.proc.pid}, interval=0.1).start()
-        run.wait(timeout=60)
+        run.wait(timeout=LOADGEN_WAIT_S)
         usage = sampler.stop()["k6"]
         data = loadgen.read_summary(summary)
         rps = loadgen.parse_summary(data)["rps"] if data else None

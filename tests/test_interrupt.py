@@ -114,6 +114,9 @@ def test_our_interrupt_handling_never_leaks_popen_lock() -> None:
     lock within about 1 s on a busy machine): the signals still interrupt the loop, outside
     subprocess, and the lock never leaks."""
     leaked, interrupts = storm("lab", 5.0)
+    if interrupts < 5:  # the storm did not reach the loop (4 once, in a fresh-clone run): again
+        again, interrupts = storm("lab", 5.0)
+        leaked = leaked or again
     assert interrupts >= 5  # the storm reached the loop: 19 on an idle machine, hundreds busy
     assert not leaked
 
