@@ -83,8 +83,8 @@ def calibration_query(endpoint: Endpoint, cell: Cell, wait_ms: int = 0) -> str:
     """The cell's own request with the wait set to wait_ms (at most the cell's): the same code
     path (thread hand-off, the n calls, the HTTP client), without the long sleep that would
     make a calibration long."""
-    values = {k: (min(v, wait_ms) if k == "ms" else v) for k, v in cell.params}
-    return endpoint.path + ("?" + "&".join(f"{k}={v}" for k, v in values.items()) if values else "")
+    ms = cell.param("ms")
+    return endpoint.path + (cell.query() if ms is None else cell.query(ms=min(ms, wait_ms)))
 
 
 def cpu_query(endpoint: Endpoint, cell: Cell) -> str:
@@ -185,9 +185,8 @@ def _round_trip(
     if "ms" not in values:
         return max(0.0, _median_ms(conn, calibration_query(endpoint, cell)) - cpu_ms), 0.0
     values["ms"] = min(values["ms"], WAIT_MS)
-    query = "?" + "&".join(f"{k}={v}" for k, v in values.items())
     wait = endpoint.service_ms(values) or 0.0
-    waited = _median_ms(conn, endpoint.path + query)
+    waited = _median_ms(conn, endpoint.path + cell.query(ms=values["ms"]))
     bare = _median_ms(conn, calibration_query(endpoint, cell))
     return max(0.0, waited - wait - cpu_ms), max(0.0, waited - wait - bare)
 
@@ -208,6 +207,15 @@ class LoadgenCost:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def k6_cost_us(busy_pct: float, rps: float, cpus: int) -> tuple[float, str]:
+    """k6's cost per request from its reference cell (busy_pct: % of one CPU): where k6 was the
+    bottleneck, its CPUs over the rate it reached, so that its ceiling is that rate; else its
+    CPU time per request. And how it was obtained."""
+    if busy_pct >= K6_BOUND_PCT * cpus:
+        return cpus / rps * 1e6, "its CPUs over its top rate"
+    return busy_pct / 100.0 / rps * 1e6, "its CPU time per request"
 
 
 def loadgen_cost(
@@ -246,17 +254,14 @@ def loadgen_cost(
         rps = loadgen.parse_summary(data)["rps"] if data else None
         if not rps or not usage.busy_pct:
             raise CalibrationError("k6 measured nothing")
-        cpu_us = usage.busy_pct / 100.0 / float(rps) * 1e6
-        bound = usage.busy_pct >= K6_BOUND_PCT * cpus
-        us = cpus / float(rps) * 1e6 if bound else cpu_us
-        how = "its CPUs over its top rate" if bound else "its CPU time per request"
+        us, how = k6_cost_us(usage.busy_pct, float(rps), cpus)
         return LoadgenCost(
             us,
             float(rps),
             cpus,
             f"measured: lab.js, {vus} VUs on gin /hello ({how})",
             vus,
-            cpu_us,
+            usage.busy_pct / 100.0 / float(rps) * 1e6,
         )
     except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
         return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: measurement failed ({exc})", vus)

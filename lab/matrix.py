@@ -74,6 +74,12 @@ class Cell:
     def param(self, name: str) -> int | None:
         return dict(self.params).get(name)
 
+    def query(self, **override: int) -> str:
+        """The cell's query string ('' without parameters); `override` replaces the values of
+        parameters the cell has (others are ignored)."""
+        values = {k: override.get(k, v) for k, v in self.params}
+        return "?" + "&".join(f"{k}={v}" for k, v in values.items()) if values else ""
+
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "params": dict(self.params)}
 

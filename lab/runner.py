@@ -310,7 +310,7 @@ class Runner:
         capacity = row.capacity
         k = min(TIMELINE_MAX, 2 * capacity) if capacity else TIMELINE_MAX // 2
         try:
-            _, replies = probe.batch(base, path + _query(cell), k, timeout=60)
+            _, replies = probe.batch(base, path + cell.query(), k, timeout=60)
         except (OSError, RuntimeError):
             return  # a picture we could not take is no reason to fail the measured cell
         self.run.timelines.mkdir(exist_ok=True)
@@ -349,7 +349,7 @@ class Runner:
             server_cpu_ms=cost.cpu_ms,
             overhead_ms=cost.overhead_ms,
             upstream_cpu_ms=cost.upstream_cpu_ms,
-            loadgen_us=k6.us_per_request if k6 else None,
+            loadgen_us=k6.us_per_request,
             overshoot_ms=cost.overshoot_ms,
         )
 
@@ -464,11 +464,6 @@ def _brief(row: CellResult) -> str:
     )
 
 
-def _query(cell: Cell, **override: int) -> str:
-    values = {**dict(cell.params), **override}
-    return "?" + "&".join(f"{k}={v}" for k, v in values.items()) if values else ""
-
-
 WARM_UP_MAX = 256  # requests at once at most, for the upstream client's pool
 
 
@@ -479,7 +474,7 @@ def warm_up(base: str, endpoint: Any, cell: Cell) -> None:
     wave's requests 190-370 ms instead of about 110 (gin, aiohttp: 50 VUs, n=10, ms=100), a
     start-up cost the steady state does not have; so the same number of calls are made at once
     here (waits of min(ms, 10) ms, released together), the same rule on every target."""
-    small = {k: v for k, v in {"ms": 1, "n": 1}.items() if cell.param(k) is not None}
+    small = {"ms": 1, "n": 1}  # of the parameters the cell has (Cell.query ignores others)
     k = min(cell.vus, 16)
     if endpoint.kind == "upstream":
         wait = min(cell.param("ms") or 1, calibrate.WAIT_MS)
@@ -490,7 +485,7 @@ def warm_up(base: str, endpoint: Any, cell: Cell) -> None:
         if concurrent:  # n calls at once: keep n; calls one after another need one connection
             small.pop("n")
         k = min(cell.vus, WARM_UP_MAX)
-    url = f"{base}{endpoint.path}{_query(cell, **small)}"
+    url = f"{base}{endpoint.path}{cell.query(**small)}"
     start = threading.Barrier(k)
 
     def one(_: int) -> Any:

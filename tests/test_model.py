@@ -258,3 +258,40 @@ def test_warm_up_opens_the_upstream_connections_the_load_needs(
     seen.clear()
     runner.warm_up("http://h", contract["async"], _cell("async", 50, ms=100))
     assert seen == ["http://h/async?ms=1"] * 16  # other endpoints: as before
+
+
+def test_k6_cost_where_k6_binds_is_its_cpus_over_its_top_rate() -> None:
+    from lab import calibrate
+
+    # k6 at 88 % of its one CPU (its Go runtime never reaches 100 %) doing 10,000 rps: its
+    # ceiling is those 10,000, not the 11,364 its CPU time per request (88 µs) would predict
+    assert calibrate.k6_cost_us(88.0, 10_000.0, 1) == (100.0, "its CPUs over its top rate")
+    # not the bottleneck (the server was): its CPU time per request
+    assert calibrate.k6_cost_us(40.0, 5_000.0, 1) == (80.0, "its CPU time per request")
+    assert calibrate.k6_cost_us(120.0, 10_000.0, 2)[1] == "its CPU time per request"
+
+
+def test_k6_is_calibrated_once_per_vu_count(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from lab import calibrate, runner
+    from lab.results import RunDir
+
+    calls: list[int] = []
+
+    def measure(k6: Any, srv: Any, folder: Any, vus: int) -> calibrate.LoadgenCost:
+        calls.append(vus)
+        return calibrate.LoadgenCost(100.0 + vus, None, 1, "measured: stub", vus)
+
+    monkeypatch.setattr(calibrate, "loadgen_cost", measure)
+    r = runner.Runner(RunDir.create(tmp_path), runner.Options(pin=False))
+    costs = [r.loadgen_cost(v).us_per_request for v in (50, 100, 50, 50, 100)]
+    assert costs == [150.0, 200.0, 150.0, 150.0, 200.0]
+    assert calls == [50, 100]
+
+
+def test_cell_query() -> None:
+    from lab.matrix import Cell
+
+    cell = Cell("gin", "release", "upstream", (("ms", 100), ("n", 10)), 50, None, "3s", 1)
+    assert cell.query() == "?ms=100&n=10"
+    assert cell.query(ms=10, x=3) == "?ms=10&n=10"  # a parameter the cell lacks is ignored
+    assert Cell("gin", "release", "hello", (), 50, None, "3s", 1).query(ms=1) == ""
