@@ -254,25 +254,67 @@ def too_few(requests: int | None) -> str:
     return ""
 
 
+def _num(v: float | None, unit: str) -> str:
+    if v is None:
+        return "?"
+    return f"{v:,.0f} {unit}" if v >= 100 else f"{v:.3g} {unit}"
+
+
 def limit_text(bound: str, r: Any) -> str:
-    """The limiting resource with the measured number behind it, for the report."""
-
-    def f(v: float | None, unit: str) -> str:
-        if v is None:
-            return "?"
-        return f"{v:,.0f} {unit}" if v >= 100 else f"{v:.3g} {unit}"
-
+    """The limiting resource with the measured number behind it, for the report; for a cell
+    judged off the model, what the load showed of that resource beside it (observed())."""
+    f = _num
     match bound:
         case "slots":
-            return f"slots: {r.capacity} per ({f(r.service_ms, 'ms')} wait + CPU)"
+            text = f"slots: {r.capacity} per ({f(r.service_ms, 'ms')} wait + CPU)"
         case "server-cpu":
-            return f"server CPU {f(r.server_cpu_ms, 'ms')}/request"
+            text = f"server CPU {f(r.server_cpu_ms, 'ms')}/request"
         case "loadgen":
-            return f"k6 {f(r.loadgen_us, 'µs')}/request → {f(r.loadgen_rps_max, 'rps')} max"
+            text = f"k6 {f(r.loadgen_us, 'µs')}/request → {f(r.loadgen_rps_max, 'rps')} max"
         case "upstream-cpu":
-            return f"upstream {f(r.upstream_cpu_ms, 'ms')}/request on k6's CPUs"
+            text = f"upstream {f(r.upstream_cpu_ms, 'ms')}/request on k6's CPUs"
         case "vus":
-            return f"{r.vus} VUs / ({f(r.service_ms, 'ms')} + {f(r.overhead_ms, 'ms')} round trip)"
+            text = f"{r.vus} VUs / ({f(r.service_ms, 'ms')} + {f(r.overhead_ms, 'ms')} round trip)"
         case "open-rate":
-            return f"open rate {r.rate}/s"
-    return bound
+            text = f"open rate {r.rate}/s"
+        case _:
+            return bound
+    seen = observed(bound, r)
+    if seen and r.efficiency is not None and abs(r.efficiency - 1) > TOLERANCE:
+        text += f" · under the load: {seen}"
+    return text
+
+
+def observed(bound: str, r: Any) -> str:
+    """What the cell's own load showed of its limiting resource, in the terms of the number
+    the prediction was made from: an explanation beside a miss, never an input of the
+    prediction. From the sampler's CPU shares and k6's counts (utilisation law: CPU time per
+    request = CPU share / rate; Little's law: a slot's hold = C / rate)."""
+    rps = r.rps
+    if not rps:
+        return ""
+
+    def per_request(pct: float | None, scale: float, unit: str) -> str:
+        return "" if pct is None else _num(pct / 100.0 / rps * scale, unit) + "/request"
+
+    match bound:
+        case "server-cpu":
+            return per_request(r.server_cpu_pct, 1000.0, "ms")
+        case "upstream-cpu":
+            return per_request(r.upstream_cpu_pct, 1000.0, "ms")
+        case "loadgen":
+            if r.k6_cpu_pct is None:
+                return ""
+            return f"k6 {r.k6_cpu_pct:.0f} % of a CPU busy, {per_request(r.k6_cpu_pct, 1e6, 'µs')}"
+        case "slots":
+            if not r.capacity:
+                return ""
+            return f"each slot held {_num(r.capacity / rps * 1000.0, 'ms')}/request"
+        case "vus" | "open-rate":
+            if r.lat_avg_ms is None:
+                return ""
+            return (
+                f"a request took {_num(r.lat_avg_ms, 'ms')} "
+                f"(predicted {_num(r.predicted_latency_ms, 'ms')})"
+            )
+    return ""

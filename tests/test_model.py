@@ -211,6 +211,31 @@ def test_limit_text_names_the_resource_and_its_number() -> None:
     )
 
 
+def test_a_miss_shows_what_the_load_saw_of_its_bound() -> None:
+    """Beside a miss, the limiting resource as the load used it, in the prediction's terms
+    (utilisation and Little's laws); nothing beside a cell as predicted."""
+    from lab.record import CellResult
+
+    cpu = CellResult(server_cpu_ms=1.72, rps=475.0, server_cpu_pct=97.85, efficiency=0.83)
+    assert model.limit_text("server-cpu", cpu) == (
+        "server CPU 1.72 ms/request · under the load: 2.06 ms/request"
+    )
+    assert model.limit_text("server-cpu", CellResult(server_cpu_ms=1.72, rps=475.0,
+                            server_cpu_pct=97.85, efficiency=0.97)) == (
+        "server CPU 1.72 ms/request"
+    )  # fmt: skip
+    slots = CellResult(capacity=1, service_ms=100.0, rps=7.9, efficiency=0.78)
+    assert model.observed("slots", slots) == "each slot held 127 ms/request"
+    vus = CellResult(vus=100, rps=810.0, lat_avg_ms=123.4, predicted_latency_ms=106.2)
+    assert model.observed("vus", vus) == "a request took 123 ms (predicted 106 ms)"
+    k6 = CellResult(rps=9000.0, k6_cpu_pct=90.0)
+    assert model.observed("loadgen", k6) == "k6 90 % of a CPU busy, 100 µs/request"
+    up = CellResult(rps=800.0, upstream_cpu_pct=40.0)
+    assert model.observed("upstream-cpu", up) == "0.5 ms/request"
+    assert model.observed("server-cpu", CellResult(rps=None, server_cpu_pct=50.0)) == ""
+    assert model.observed("server-cpu", CellResult(rps=10.0)) == ""  # not sampled
+
+
 # --- the calibration's requests (lab/calibrate.py) and the warm-up before them ------------
 
 
