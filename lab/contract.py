@@ -50,6 +50,12 @@ class Endpoint:
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
 
+    @property
+    def concurrent(self) -> bool:
+        """n waits (or upstream calls) at once: the wait is one `ms` however large n is
+        (/gather, /upstream), not n of them one after another (n*ms: /sequential)."""
+        return self.service == "ms" and self.param("n") is not None
+
     def defaults(self) -> dict[str, int]:
         return {p.name: p.default for p in self.params}
 

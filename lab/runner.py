@@ -479,10 +479,7 @@ def warm_up(base: str, endpoint: Any, cell: Cell) -> None:
     if endpoint.kind == "upstream":
         wait = min(cell.param("ms") or 1, calibrate.WAIT_MS)
         small["ms"] = wait
-        concurrent = cell.param("n") is not None and endpoint.service_ms(
-            {**dict(cell.params), "ms": wait}
-        ) == float(wait)
-        if concurrent:  # n calls at once: keep n; calls one after another need one connection
+        if endpoint.concurrent:  # n calls at once: keep n; one after another need one connection
             small.pop("n")
         k = min(cell.vus, WARM_UP_MAX)
     url = f"{base}{endpoint.path}{cell.query(**small)}"

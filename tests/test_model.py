@@ -283,6 +283,9 @@ def test_warm_up_opens_the_upstream_connections_the_load_needs(
     seen.clear()
     runner.warm_up("http://h", contract["async"], _cell("async", 50, ms=100))
     assert seen == ["http://h/async?ms=1"] * 16  # other endpoints: as before
+    # which endpoints make their n calls (or waits) at once is the contract's service
+    concurrent = {e.name for e in contract.endpoints if e.concurrent}
+    assert concurrent == {"gather", "upstream"}
 
 
 def test_k6_cost_where_k6_binds_is_its_cpus_over_its_top_rate() -> None:
