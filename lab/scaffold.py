@@ -12,11 +12,11 @@ from pathlib import Path
 
 from lab import ROOT
 from lab.targets import MANIFEST, discover
+from lab.usage import USAGE_ERROR
 
 PYTHON_DIR = ROOT / "python"
 NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")  # a folder name that is also a Python identifier
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
-USAGE_ERROR = 2
 
 
 class ScaffoldError(Exception):
