@@ -325,6 +325,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`lab targets | head -1`): what it wanted it has. Point stdout
+        # at /dev/null so that the interpreter's last flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except server.ServerError as exc:
         print(f"lab: {exc}", file=sys.stderr)
         return 1

@@ -374,3 +374,20 @@ def test_plan_starts_nothing_and_lists_every_cell(tmp_path: Any) -> None:
     assert len([line for line in lines if "@vus=" in line]) == len(cells)
     assert "at most 6 s" in lines[-1]
     assert not (tmp_path / "out").exists()  # no run folder, no server
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """`lab bench-all --plan | head -1`: the pipe closes before lab writes; no traceback."""
+    import subprocess
+    import sys
+
+    from lab import ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab", "bench-all", "--plan"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    proc.stdout.close()  # no reader left: lab's first write fails with EPIPE
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (0, "")
