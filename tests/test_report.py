@@ -416,6 +416,11 @@ def test_bound_text_names_the_number_and_a_flood() -> None:
     text = sections.bound_text(Group(flood.key, [flood]))
     assert text.startswith("slots: 40 per (1,000 ms wait + CPU)")
     assert "flood: 500 VUs = 12× capacity, each waits 12.5 s" in text
+    hello = CellResult(
+        cell="flask/gunicorn/hello?@vus=50#1", status="ok", rps=2125.0, vus=50, capacity=1,
+        server_cpu_ms=0.4, bound="slots", predicted_rps=2493.0, predicted_latency_ms=20.1,
+    )  # fmt: skip
+    assert "each waits 20.1 ms on average" in sections.bound_text(Group(hello.key, [hello]))
     censored = CellResult(cell="flask/gunicorn/sequential?ms=100,n=10@vus=50#1", status="ok",
                           rps=0.9, bound="slots", censored="only 7 requests completed")  # fmt: skip
     assert sections.bound_text(Group(censored.key, [censored])) == (

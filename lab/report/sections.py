@@ -120,10 +120,11 @@ def bound_text(g: Group) -> str:
     row = next((r for r in g.ok if r.bound == g.bound), None)
     text = model.limit_text(g.bound, row) if row and g.bound else "-"
     if row and row.capacity and row.vus and row.vus >= model.FLOOD * row.capacity:
-        wait = (row.predicted_latency_ms or 0) / 1000
+        wait_ms = row.predicted_latency_ms or 0
+        wait = f"{wait_ms / 1000:.1f} s" if wait_ms >= 1000 else f"{wait_ms:.3g} ms"
         text += (
             f" · flood: {row.vus} VUs = {row.vus / row.capacity:.0f}× capacity, each waits "
-            f"{wait:.1f} s on average (Little's law); a server that answers in bursts "
+            f"{wait} on average (Little's law); a server that answers in bursts "
             "(FastAPI's def endpoints, hypercorn's blocked loop: CONTRACT.md) counts one burst "
             "more or less in a cell of a few rounds"
         )
