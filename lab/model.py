@@ -280,7 +280,7 @@ def limit_text(bound: str, r: Any) -> str:
         case _:
             return bound
     seen = observed(bound, r)
-    if seen and r.efficiency is not None and abs(r.efficiency - 1) > TOLERANCE:
+    if seen and verdict("ok", r.efficiency) in ("below model", "above model"):
         text += f" · under the load: {seen}"
     return text
 
