@@ -1,5 +1,5 @@
 """The lab's command line (what the justfile calls): the parser and the small commands; the
-benchmark itself is lab/bench.py. User mistakes end with one line on stderr and exit status
+benchmark itself is lab/run/bench.py. User mistakes end with one line on stderr and exit status
 2; nothing is started before the arguments are known to be good."""
 
 from __future__ import annotations
@@ -11,12 +11,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from lab import bench, docs, interpreters, interrupt, loadgen, runlock, scaffold, server
+from lab import interpreters
 from lab.contract import load
+from lab.errors import USAGE_ERROR, UsageError
 from lab.matrix import MatrixError, load_matrix, names, parse_duration
-from lab.results import RunDir, mark_if_died, resolve
+from lab.proc import interrupt, runlock, server
+from lab.run import bench, loadgen
+from lab.run.folder import RunDir, mark_if_died, resolve
 from lab.targets import UnknownChoice, discover, find
-from lab.usage import USAGE_ERROR, UsageError
+from lab.tools import docs, scaffold
 
 
 def _port(raw: str, what: str) -> int:
@@ -85,7 +88,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             py = f", Python {env.version}" if env else ""
             where = f"{app.url}{py} (upstream {upstream_url})"
             print(f"{target.name}/{profile.name} on {where}; Ctrl-C stops")
-            while app.alive():  # polled, not Popen.wait(): see lab/interrupt.py
+            while app.alive():  # polled, not Popen.wait(): see lab/proc/interrupt.py
                 time.sleep(0.2)
             print(f"{target.name} exited with {app.proc.returncode}", file=sys.stderr)  # type: ignore[union-attr]
             return 1
@@ -139,18 +142,18 @@ def _duration(text: str) -> str:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """Re-run a published post's experiment; without a name, list the posts."""
-    from lab import published
+    from lab.report import posts
 
     if args.post is None:
         print("posts the lab re-creates (just reproduce POST):")
-        for name in published.posts():
+        for name in posts.posts():
             matrix = load_matrix(name)
-            post = published.post_of(matrix)
-            claims = len(published.claims_of(matrix))
+            post = posts.post_of(matrix)
+            claims = len(posts.claims_of(matrix))
             print(f"  {name:<14} {post.citation}: {len(matrix.cells)} cells, {claims} figures")
         return 0
-    matrix = published.load_post(args.post)
-    published.claims_of(matrix)  # a broken post file: one line before anything starts
+    matrix = posts.load_post(args.post)
+    posts.claims_of(matrix)  # a broken post file: one line before anything starts
     argv = ["bench-all", "--matrix", args.post]
     for flag, value in (("--repeat", args.repeat), ("--out", args.out), ("--port", args.port)):
         argv += [flag, str(value)] if value is not None else []
@@ -176,7 +179,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from lab import compare
+    from lab.report import compare
 
     try:
         a, b = (resolve(r) for r in (args.run_a, args.run_b))

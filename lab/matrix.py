@@ -111,7 +111,7 @@ class Matrix:
     repeat: int = 1
     params: dict[str, Any] = field(default_factory=dict)  # {"ms": 100, "cpu": {"n": ...}}
     # Explicit cells ([[cells]]: name, target, profile, endpoint, params, vus, iterations,
-    # duration) instead of the cross product above: a post's experiment (lab/published.py).
+    # duration) instead of the cross product above: a post's experiment (lab/report/posts.py).
     cells: list[dict[str, Any]] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # knobs for every server, e.g. WORKERS
     post: dict[str, Any] = field(default_factory=dict)  # the published post and its claims
@@ -162,7 +162,7 @@ _KEYS = {
     "params": "a table such as {ms = 100, cpu = {n = 1000}}",
     "cells": "a list of [[cells]] tables (a post's explicit cells)",
     "env": "a table of knobs such as {WORKERS = 4}",
-    "post": "a table: the post's citation and its claims (see lab/published.py)",
+    "post": "a table: the post's citation and its claims (see lab/report/posts.py)",
     "python": "an interpreter label such as '3.13' or a list of them",
     "max_duration": "a duration such as 8s: the longest a cell may be lengthened",
 }

@@ -1,5 +1,5 @@
 """One measured cell as a typed record: `CellResult` owns every column of results.csv, its
-type and its CSV form. The runner fills one, `RunDir.append` writes it, and `lab.runs` (the
+type and its CSV form. The runner fills one, `RunDir.append` writes it, and `lab.report.groups` (the
 report, `lab compare`) reads it back with the same types. A column is added here, once."""
 
 from __future__ import annotations

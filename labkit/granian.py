@@ -49,7 +49,7 @@ class Options:
 def options(argv: list[str] | None = None) -> Options:
     """granian's options as its CLI resolves them from `argv` (default: this process's) and the
     environment, with the values granian derives when an option is absent (its
-    AbstractServer.__init__ and serve(), granian 2.8: tests/test_kit.py compares the two)."""
+    AbstractServer.__init__ and serve(), granian 2.8: tests/unit/test_kit.py compares the two)."""
     if not getattr(sys, "_is_gil_enabled", lambda: True)():
         # There granian's workers are threads of one process sharing one app: the kit's
         # worker = process model (its pools, /info's workers and pids) would not hold.

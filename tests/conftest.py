@@ -4,18 +4,18 @@ each started once for the whole session (`served`)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from harness.targets import CASE_IDS, CASES, Served, start_target
 
-from lab import server
 from lab.contract import Contract, load
-from lab.probe import get
-from lab.targets import Target, discover
+from lab.proc import server
+from lab.proc.probe import get
 
 # Every test has one kind: its module's `pytestmark`, or a mark on the test itself (closest
-# wins). `pytest --kind unit|conformance|e2e` runs one kind (just test-unit, ...).
+# wins), and lives in that kind's folder. `pytest --kind unit|conformance|e2e` runs one kind
+# (just test-unit, ...). Shared helpers are modules of tests/harness/, never test modules.
 KINDS = {
     "unit": "no server, no k6: functions, files, the report from a fixture run",
     "conformance": "the real targets, each started once, against the contract",
@@ -47,16 +47,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"tests without a kind: {', '.join(unkinded)}; add "
             f"`pytestmark = pytest.mark.unit` (or {', '.join(k for k in KINDS if k != 'unit')})"
         )
+    # A test lives in the folder of its kind (tests/unit, tests/conformance, tests/e2e).
+    misplaced = sorted(
+        {
+            f"{item.nodeid} ({kind_of(item)})"
+            for item in items
+            if item.path.parent.name != kind_of(item)
+        }
+    )
+    if misplaced:
+        raise pytest.UsageError(f"tests outside their kind's folder: {', '.join(misplaced)}")
     wanted = config.getoption("--kind")
     if wanted:
         chosen = [item for item in items if kind_of(item) == wanted]
         config.hook.pytest_deselected(items=[i for i in items if kind_of(i) != wanted])
         items[:] = chosen
-
-
-TARGETS = discover()
-CASES = [(t, p) for t in TARGETS for p in t.profiles]
-CASE_IDS = [f"{t.name}-{p}" for t, p in CASES]
 
 
 @pytest.fixture(scope="session")
@@ -71,35 +76,6 @@ def upstream() -> Iterator[server.ServerProcess]:
     yield proc
     report = proc.stop()
     assert report.clean, f"upstream left {report.leftover}"
-
-
-def start_target(
-    target: Target, profile: str, upstream_url: str, **env: str
-) -> server.ServerProcess:
-    """Start a target on a free port. Another process on this shared machine may take the
-    port between the pick and the bind: then try the next free port (twice at most)."""
-    for attempt in range(3):
-        proc = server.target_server(target, profile, upstream_url=upstream_url, env=env)
-        try:
-            return proc.start()
-        except server.ServerError as exc:
-            if "already in use" not in str(exc) or attempt == 2:
-                raise
-    raise AssertionError("unreachable")
-
-
-@dataclass
-class Served:
-    """A running target x profile with WORKERS=1, and its /info as it started."""
-
-    target: Target
-    profile: str
-    proc: server.ServerProcess
-    info: dict[str, Any]
-
-    @property
-    def url(self) -> str:
-        return self.proc.url
 
 
 @pytest.fixture(scope="session", params=CASES, ids=CASE_IDS)

@@ -6,13 +6,13 @@ inline SVG), every chart again as a PNG in charts/, and summary.md (the headline
 
 The parts, one job each: sections.py selects the data of each section, templates/ and static/
 hold the prose, markup, CSS and JS, html.py renders them, figures.py writes the charts of
-lab/charts.py as SVG and PNG, summary.py writes summary.md.
+lab/report/charts.py as SVG and PNG, summary.py writes summary.md.
 
 To add a section, three pieces:
 
 1. a builder that selects the data, in sections.py or a module of its own; it returns plain
    data (a dataclass, a list of them) or None to leave the section out, and draws its charts
-   with `draw(slug, figure)` (a figure from lab/charts.py; it returns the Chart to show):
+   with `draw(slug, figure)` (a figure from lab/report/charts.py; it returns the Chart to show):
 
        def posts(run: Run, draw: ChartWriter) -> list[Post] | None: ...
 
@@ -28,7 +28,7 @@ To add a section, three pieces:
    macros: figure(chart) with the caption as its body, badge(verdict), kv(dict));
 
 3. one line `Section("<anchor>", builder)` in SECTIONS below, where the page should show it
-   (and the anchor in tests/test_report.py's SECTIONS, which checks the page's order).
+   (and the anchor in tests/unit/test_report.py's SECTIONS, which checks the page's order).
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.report import interpreters, published, sections
+from lab.report import published, pythons, sections
 from lab.report.figures import ChartWriter
+from lab.report.groups import NOISY_CV, Run, read_run
 from lab.report.html import SCRIPT, render
 from lab.report.summary import summary_md
-from lab.runs import NOISY_CV, Run, read_run
 
 __all__ = ["NOISY_CV", "SCRIPT", "SECTIONS", "Section", "build"]
 
@@ -62,7 +62,7 @@ SECTIONS = [
     Section("efficiency", sections.efficiency),
     Section("sweeps", sections.sweeps),
     Section("canary", sections.canary),
-    Section("interpreters", interpreters.interpreters),
+    Section("interpreters", pythons.interpreters),
     Section("repeats", sections.repeats),
     Section("errors", sections.errors),
     Section("timelines", sections.timelines),

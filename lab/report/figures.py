@@ -1,6 +1,7 @@
-"""Chart files: each matplotlib figure of lab.charts drawn once as inline SVG (for the page) and
-once as charts/<slug>.png (to paste elsewhere). The section builders get a ChartWriter and call it
-with a slug and a figure; the templates place the SVG and write the caption."""
+"""Chart files: each matplotlib figure of lab.report.charts drawn once as inline SVG (for the
+page) and once as charts/<slug>.png (to paste elsewhere). The section builders get a
+ChartWriter and call it with a slug and a figure;
+the templates place the SVG and write the caption."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
-from lab import charts
+from lab.report import charts
 
 
 @dataclass(frozen=True)

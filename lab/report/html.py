@@ -9,15 +9,16 @@ from typing import Any
 
 import jinja2
 
-from lab import charts, model
+from lab import model
+from lab.report import charts
 from lab.report.format import FILTERS
+from lab.report.groups import NOISY_CV
 from lab.report.sections import Header
-from lab.runs import NOISY_CV
 
 HERE = Path(__file__).parent
 STYLE = (HERE / "static" / "report.css").read_text()
 # Counts the charts that really rendered into <body data-rendered>, so a headless browser can
-# check the page from outside (tests/test_report.py).
+# check the page from outside (tests/unit/test_report.py).
 SCRIPT = (HERE / "static" / "report.js").read_text()
 
 environment = jinja2.Environment(

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import published
 from lab.matrix import MatrixError
+from lab.report import posts
 from lab.report.figures import ChartWriter
-from lab.runs import Run
+from lab.report.groups import Run
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,9 @@ class Claims:
     problem: str = ""  # run.json's claims could not be read: say so, keep the rest
 
 
-def _reproduction(run_path: Path) -> published.Reproduction | str | None:
+def _reproduction(run_path: Path) -> posts.Reproduction | str | None:
     try:
-        return published.from_run(run_path)
+        return posts.from_run(run_path)
     except (MatrixError, LookupError) as exc:  # a hand-edited run.json
         return f"the post's claims in run.json could not be read: {exc}"
 
@@ -35,8 +35,8 @@ def claims(run: Run, draw: ChartWriter) -> Claims | None:
         return None
     if isinstance(rep, str):
         return Claims("", "", [], [], problem=rep)
-    rows = [published.cells_of(line) for line in rep.lines]
-    return Claims(rep.post.citation, rep.post.experiment, list(published.HEAD), rows)
+    rows = [posts.cells_of(line) for line in rep.lines]
+    return Claims(rep.post.citation, rep.post.experiment, list(posts.HEAD), rows)
 
 
 def markdown(run: Run) -> str:
@@ -45,4 +45,4 @@ def markdown(run: Run) -> str:
         return ""
     if isinstance(rep, str):
         return f"## Published claims\n\n{rep}\n"
-    return published.markdown(rep)
+    return posts.markdown(rep)

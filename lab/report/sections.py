@@ -12,10 +12,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab import charts, model
+from lab import model
+from lab.report import charts
 from lab.report.figures import Chart, ChartWriter
 from lab.report.format import load_label, load_slug
-from lab.runs import Group, Run
+from lab.report.groups import Group, Run
 
 Load = tuple[int, int]  # (rate, vus); rate 0 = closed model
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from lab import model
 from lab.report.format import plain
-from lab.report.interpreters import interpreters_md
+from lab.report.groups import Run
 from lab.report.published import markdown as claims_md
-from lab.runs import Run
+from lab.report.pythons import interpreters_md
 
 TEXT_COLUMNS = ("target", "profile", "endpoint", "params", "verdict", "bound")
 

@@ -1,0 +1,398 @@
+"""`lab bench` and `lab bench-all`: the matrix from the options (or a run to resume), checks
+that end a mistake in one line before anything starts, then the run itself with its lock,
+its children's session, and an end that keeps every row however it stops (Ctrl-C, a full
+disk). lab/cli.py parses the options; lab/run/runner.py measures the cells."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import random
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psutil
+
+from lab import interpreters
+from lab.contract import load
+from lab.errors import UsageError
+from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, parse_duration
+from lab.model import MAX_CELL_S
+from lab.proc import children, interrupt, runlock, server
+from lab.run import loadgen
+from lab.run.folder import RESULTS_DIR, RunDir, mark_if_died, resolve
+from lab.run.progress import clock
+from lab.run.runner import (
+    OVERHEAD_ESTIMATE_S,
+    Options,
+    Runner,
+    estimate_s,
+    finish_run,
+    resume_cells,
+    runner_identity,
+    start_run,
+    summary_table,
+)
+from lab.targets import Profile, Target, UnknownChoice, discover, find
+
+
+def _check_url(url: str, allow_remote: bool) -> dict:
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise UsageError(f"--url must look like http://127.0.0.1:8000, got {url!r}")
+    host = parts.hostname
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not allow_remote:
+        raise UsageError(f"--url {host} is not a loopback address; add --allow-remote to load it")
+    try:
+        status, info = server.get_json(url.rstrip("/") + "/info", timeout=5)
+    except OSError as exc:
+        raise UsageError(f"cannot reach {url}: {exc}") from None
+    if status != 200 or not isinstance(info, dict) or "capacity" not in info:
+        raise UsageError(f"{url}/info did not answer with the contract's self-description")
+    return info
+
+
+def _matrix(args: argparse.Namespace, all_targets: bool) -> Matrix:
+    if args.matrix:
+        matrix = load_matrix(args.matrix)
+    elif all_targets:
+        matrix = load_matrix("quick")
+    else:
+        matrix = Matrix(name="bench", duration="10s", vus=[50])
+    if matrix.cells:
+        given = [f"--{f}" for f in ("profile", "vus", "duration", "rate", "ms", "n")
+                 if getattr(args, f, None) is not None]  # fmt: skip
+        if given or not all_targets:
+            what = ", ".join(given) or "a single target"
+            raise UsageError(f"matrix {matrix.name} fixes its cells' load: {what} cannot change it")
+        if args.repeat is not None:
+            matrix.repeat = args.repeat
+        return matrix
+    if not all_targets:
+        matrix.targets = [find(args.target).name]
+        contract = load()
+        bench = [e.name for e in contract.bench_endpoints()]
+        if args.endpoint not in bench:
+            raise UnknownChoice("endpoint", args.endpoint, bench)
+        matrix.endpoints = [args.endpoint]
+    if args.profile:
+        matrix.profiles = args.profile if args.profile in ("all", "default") else [args.profile]
+    for field in ("vus", "duration", "repeat"):
+        if getattr(args, field) is not None:
+            setattr(matrix, field, getattr(args, field))
+    if args.rate is not None:
+        matrix.rates = list(args.rate)
+    if args.python:
+        matrix.python = interpreters.parse_labels(args.python)
+    for name in ("ms", "n"):
+        value = getattr(args, name)
+        if value is not None:  # the command line wins over the matrix's per-endpoint tables
+            matrix.params = {
+                k: ({kk: vv for kk, vv in v.items() if kk != name} if isinstance(v, dict) else v)
+                for k, v in matrix.params.items()
+            }
+            matrix.params[name] = value
+    return matrix
+
+
+def _targets_for(matrix: Matrix, info: dict | None) -> list[Target]:
+    """The targets a matrix runs on: discovered ones, or the one behind --url."""
+    if info is None:
+        targets = discover()
+        if isinstance(matrix.profiles, list):
+            profile = matrix.profiles[0]
+            if matrix.targets == "all":
+                targets = [t for t in targets if profile in t.profiles]
+                if not targets:
+                    every = sorted({p for t in discover() for p in t.profiles})
+                    raise UnknownChoice("profile", profile, ["all", "default", *every])
+        return targets
+    name, profile = str(info.get("target", "remote")), str(info.get("profile", "remote"))
+    matrix.targets, matrix.profiles = [name], "default"
+    return [
+        Target(
+            name,
+            Path("."),
+            str(info.get("language", "")),
+            str(info.get("framework", "")),
+            profile,
+            {profile: Profile(profile, "remote server", ())},
+        )
+    ]
+
+
+def _apply_env(env: dict[str, str]) -> None:
+    """A matrix's knobs (a post's WORKERS=4) for every server of the run; recorded in
+    run.json's knobs like any knob from the shell."""
+    for name, value in env.items():
+        if os.environ.get(name, value) != str(value):
+            print(f"lab: the matrix sets {name}={value} (not {os.environ[name]})", file=sys.stderr)
+        os.environ[name] = str(value)
+
+
+# Options that describe a new run: --resume takes the run's own and refuses these.
+NEW_RUN_OPTIONS = (
+    "profile", "vus", "duration", "ms", "n", "rate", "matrix", "repeat", "url", "port",
+    "canary_rate", "python",
+)  # fmt: skip
+NEW_RUN_FLAGS = ("no_pin", "allow_remote")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _check_resume_options(args: argparse.Namespace) -> None:
+    given = [_flag(o) for o in NEW_RUN_OPTIONS if getattr(args, o) is not None]
+    given += [_flag(f) for f in NEW_RUN_FLAGS if getattr(args, f)]
+    if given:
+        raise UsageError(
+            f"--resume continues a run with the settings it was started with; "
+            f"drop {', '.join(given)}"
+        )
+
+
+def _check_params_apply(args: argparse.Namespace, cells_endpoints: set[str]) -> None:
+    """--ms and --n must mean something for at least one endpoint that will run."""
+    contract = load()
+    for name in ("ms", "n"):
+        if getattr(args, name) is None:
+            continue
+        takers = [e for e in sorted(cells_endpoints) if contract[e].param(name) is not None]
+        if not takers:
+            what = ", ".join(f"/{e}" for e in sorted(cells_endpoints))
+            takes = sorted({p.name for e in cells_endpoints for p in contract[e].params})
+            raise UsageError(
+                f"--{name} does not apply to {what} "
+                f"(it takes {', '.join(takes) if takes else 'no parameters'})"
+            )
+
+
+def _results_base(out: Path | None) -> Path:
+    base = out or RESULTS_DIR
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        probe = base / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write results to {base}: {exc.strerror or exc}; choose a writable --out"
+        ) from None
+    return base
+
+
+def plan_text(name: str, cells: list[Cell], max_cell_s: float = MAX_CELL_S) -> str:
+    """--plan: the cells a run would measure, in order, and how long it should take."""
+    lines = [f"{name}: {len(cells)} cells, about {clock(estimate_s(cells))} (nothing started)"]
+    width = len(str(len(cells)))
+    for i, c in enumerate(cells, 1):
+        lines.append(f"  {i:>{width}}  {c.id}  {c.expected_s:g} s")
+    lines.append(
+        f"each cell adds about {OVERHEAD_ESTIMATE_S:g} s to its load (start, calibration, stop); "
+        f"a cell the model says would complete too few requests runs longer (at most "
+        f"{max_cell_s:g} s)"
+    )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, all_targets: bool = False, argv: list[str] | None = None) -> int:
+    """`lab bench` and `lab bench-all` (and `reproduce`, which is bench-all of a post)."""
+    with interrupt.handling():
+        return _bench(args, all_targets, argv)
+
+
+def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) -> int:
+    loadgen.binary()  # k6 missing: a one-line error before anything starts
+    argv = argv or ["bench-all" if all_targets else "bench", *sys.argv[2:]]
+    if args.resume:
+        _check_resume_options(args)
+        try:
+            run = RunDir(resolve(args.resume, args.out or RESULTS_DIR))
+            meta = mark_if_died(run)
+        except (FileNotFoundError, ValueError) as exc:
+            raise UsageError(
+                str(exc)
+                if isinstance(exc, FileNotFoundError)
+                else f"{args.resume}: run.json is not readable ({exc})"
+            ) from None
+        if meta.get("status") == "running":
+            raise UsageError(
+                f"run {run.run_id} is still running (pid {meta['runner']['pid']}); "
+                "stop it first (Ctrl-C or kill that pid)"
+            )
+        _results_base(run.path)
+        options = Options(**meta["options"])
+        cells = [Cell.from_json(c) for c in meta["cells"]]
+        _apply_env((meta.get("matrix") or {}).get("env") or {})
+        interpreters.check_cells(cells)
+        if args.plan:
+            done = {r["cell"] for r in run.rows() if r.get("status") == "ok"}
+            todo = [c for c in cells if c.id not in done]
+            print(plan_text(f"resume of {run.run_id}", todo, options.max_cell_s))
+            return 0
+    else:
+        info = _check_url(args.url, args.allow_remote) if args.url else None
+        if args.port and not args.url and server.port_in_use(args.port):
+            raise UsageError(f"port {args.port} is already in use")
+        matrix = _matrix(args, all_targets)
+        _apply_env(matrix.env)
+        if info is not None and matrix.python:
+            raise UsageError("--python does not apply to --url (the server runs already)")
+        interpreters.check_matrix(matrix)  # unknown interpreter: one line before anything runs
+        seed = random.randrange(2**31)
+        cells = expand(matrix, _targets_for(matrix, info), seed=seed)
+        _check_params_apply(args, {c.endpoint for c in cells})
+        options = Options(url=args.url, port=args.port, pin=not args.no_pin)
+        if matrix.max_duration:
+            options.max_cell_s = parse_duration(matrix.max_duration)
+        if args.canary_rate is not None:
+            options.canary_rate = args.canary_rate
+        if args.plan:
+            print(plan_text(matrix.name, cells, options.max_cell_s))
+            return 0
+        base = _results_base(args.out)
+    lock = None if args.allow_concurrent else runlock.acquire()
+    session: children.Session | None = None
+    try:
+        left = children.orphans()  # the lock is ours: any tagged process is a dead run's
+        if left:
+            runs = sorted({_tag(p) for p in left})
+            pids = children.end(left)
+            print(
+                f"stopped {len(pids)} process{'es' if len(pids) != 1 else ''} left by an "
+                f"earlier run ({', '.join(runs)})",
+                file=sys.stderr,
+            )
+        if args.resume:
+            retried = run.retry_errors()
+            if retried:
+                print(
+                    f"{retried} cells that ended in an error will run again "
+                    f"(their rows moved to {run.retried_path.name})",
+                    file=sys.stderr,
+                )
+            cells, done = resume_cells(run)
+            runner = Runner(run, options)
+            runner.servers = meta.get("servers", {})
+            meta["status"] = "running"
+            meta["runner"] = runner_identity()
+            meta.pop("died", None)
+            run.write_meta(meta)
+        else:
+            try:
+                run = RunDir.create(base)
+            except OSError as exc:
+                raise UsageError(f"cannot create a run folder in {base}: {exc.strerror}") from None
+            runner = Runner(run, options)
+            meta = start_run(runner, cells, {**matrix.to_json(), "seed": seed}, argv)
+            done = set()
+        if lock:
+            lock.name(run=run.run_id, path=str(run.path))
+        session = children.Session(run.run_id, run.path).start()
+        children.set_session(session)
+        run.point_latest()  # the run has started: only now does `latest` move
+        return _execute(run, meta, runner, cells, done, all_targets)
+    finally:
+        children.set_session(None)
+        if session:
+            session.close()
+        if lock:
+            lock.release()
+
+
+def _finish(run: RunDir, meta: dict, runner: Runner, status: str) -> bool:
+    """Write run.json's end; on a full disk say so in one line (the rows are on disk; a
+    later --resume, report or run finds the run's runner gone and marks it)."""
+    try:
+        finish_run(run, meta, runner, status)
+        return True
+    except OSError as exc:
+        print(
+            f"lab: cannot update {run.path / 'run.json'} ({exc.strerror or exc}); "
+            f"the run {status}, its rows are in {run.csv_path}",
+            file=sys.stderr,
+        )
+        return False
+
+
+def _tag(p: psutil.Process) -> str:
+    try:
+        return p.environ().get("LAB_RUN", "?")
+    except psutil.Error:
+        return "?"
+
+
+def _execute(
+    run: RunDir,
+    meta: dict,
+    runner: Runner,
+    cells: list[Cell],
+    done: set[str],
+    all_targets: bool,
+) -> int:
+    try:
+        rows = runner.execute(cells, done)
+    except KeyboardInterrupt:
+        with interrupt.shielded():
+            _finish(run, meta, runner, "interrupted")
+        kept = len(run.rows())
+        print(
+            f"\ninterrupted: {kept} rows kept in {run.csv_path}; finish the missing cells with:\n"
+            f"  {resume_command(meta['command'], run)}",
+            file=sys.stderr,
+        )
+        return 130
+    except OSError as exc:  # the results folder cannot be written (a full disk)
+        _finish(run, meta, runner, "failed")
+        print(
+            f"lab: cannot write results in {run.path}: {exc.strerror or exc}; "
+            f"{len(run.rows())} rows kept. Free space, then: "
+            + resume_command(meta["command"], run),
+            file=sys.stderr,
+        )
+        return 1
+    if not _finish(run, meta, runner, "complete"):
+        return 1
+    print(summary_table(rows))
+    claims = published_table(run.path)
+    if claims:
+        print(f"\n{claims}")
+    print(f"\nresults: {run.csv_path}")
+    if all_targets:
+        from lab import report
+
+        try:
+            print(f"report:  {report.build(run.path)}")
+        except Exception as exc:  # the rows are safe on disk; the report can be made again
+            print(f"report failed ({exc!r}); retry with: just report {run.run_id}", file=sys.stderr)
+    errors = sum(r["status"] != "ok" for r in rows)
+    if errors:
+        print(f"{errors} of {len(rows)} cells failed; see the error column", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def published_table(run_path: Path) -> str:
+    """For a run that re-created a post: its claims, published / measured / predicted."""
+    from lab.report import posts
+
+    try:
+        rep = posts.from_run(run_path)
+    except (MatrixError, LookupError) as exc:  # the rows are safe; say why there is no table
+        return f"the post's claims could not be read: {exc}"
+    return posts.text_table(rep) if rep else ""
+
+
+def resume_command(argv: list[str], run: RunDir) -> str:
+    """The command that finishes this run: the original recipe and positionals (bench needs
+    its TARGET ENDPOINT), with --resume and the run's folder."""
+    positionals = [argv[0]] + (
+        [a for a in argv[1:3] if not a.startswith("-")] if argv[0] == "bench" else []
+    )
+    return f"just {' '.join(positionals)} --resume {run.run_id} --out {run.path.parent}"

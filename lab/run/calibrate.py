@@ -1,0 +1,283 @@
+"""The model's measured inputs, taken before the load: what one request costs the idle server
+(its process tree's CPU, the round trip beyond it, the upstream service's CPU) for every
+endpoint, and what one request costs k6 (once per run). lab/model.py explains their use."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from lab.contract import Endpoint
+from lab.matrix import Cell
+from lab.proc import probe, server
+from lab.proc.sampler import Sampler, cpu_seconds
+from lab.run import loadgen
+
+# Stop when the server has used this much CPU, or after this long, whichever comes first
+# (at least MIN_REQUESTS). CPU time is read in nanoseconds (schedstat); what limits the
+# precision is what a short window catches: FastAPI /upstream?n=10 after a 100-VU warm-up,
+# five fresh servers each: CV 13.7 % with 0.3 s (and 18 % higher, the warm-up's aftermath),
+# 8.8 % with 1 s, 5.1 % with 1.5 s of wall (the host's speed noise shrinks likewise).
+CPU_S = 1.0
+WALL_S = 1.5
+MIN_REQUESTS = 5
+PARALLEL = 8  # connections at most
+WAIT_MS = 10  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
+WAIT_REQUESTS = 9  # the median of 9: a loaded machine stalls single requests by ms
+# Without a measurement (no Go toolchain for the reference server): the cost measured on the
+# lab's 2-CPU machine (k6 v1.8.1, lab.js on /hello), recorded as assumed in run.json.
+ASSUMED_K6_US = 57.0
+LOADGEN_DURATION = "2s"
+LOADGEN_WAIT_S = 15.0  # k6's start, the 2 s and its graceful stop; a hung k6 is given up on
+# k6 at this share of its CPUs is the bottleneck of the reference cell (k6's Go runtime tops
+# out at 84-91 % of its one CPU here, never 100 %).
+K6_BOUND_PCT = 75.0
+
+
+class CalibrationError(RuntimeError):
+    pass
+
+
+def _task_ns(pid: int) -> int:
+    total = 0
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                total += int((task / "schedstat").read_text().split()[0])
+    return total
+
+
+def tree_cpu_s(pid: int) -> tuple[float, float]:
+    """CPU time of a process tree so far: (nanosecond-precise over the live threads, tick-
+    precise over every thread that ever ran). Threads that ended since the first reading
+    show only in the second."""
+    try:
+        top = psutil.Process(pid)
+        procs = [top, *top.children(recursive=True)]
+    except psutil.Error:
+        return 0.0, 0.0
+    return sum(_task_ns(p.pid) for p in procs) / 1e9, cpu_seconds(pid)
+
+
+def _used(before: tuple[float, float], after: tuple[float, float]) -> float:
+    precise, ticks = after[0] - before[0], after[1] - before[1]
+    # More than two 10 ms ticks apart: threads came and went (a thread per request), so
+    # only the coarse count has all of it.
+    return ticks if ticks - precise > 0.02 else precise
+
+
+@dataclass(frozen=True)
+class ServerCost:
+    cpu_ms: float | None  # server tree CPU per request
+    overhead_ms: float  # median round trip minus the server's CPU (and no wait)
+    upstream_cpu_ms: float | None  # upstream service CPU per request
+    requests: int
+    overshoot_ms: float = 0.0  # how much later than asked the waits of one request end
+
+
+def calibration_query(endpoint: Endpoint, cell: Cell, wait_ms: int = 0) -> str:
+    """The cell's own request with the wait set to wait_ms (at most the cell's): the same code
+    path (thread hand-off, the n calls, the HTTP client), without the long sleep that would
+    make a calibration long."""
+    ms = cell.param("ms")
+    return endpoint.path + (cell.query() if ms is None else cell.query(ms=min(ms, wait_ms)))
+
+
+def cpu_query(endpoint: Endpoint, cell: Cell) -> str:
+    """The request whose CPU is measured: the cell's with waits of min(ms, WAIT_MS), not 0.
+    A wait that ends later is a wake-up of its own (a timer, the poller, a goroutine or a
+    coroutine resumed, the upstream's reply read alone), which a wait of 0 never pays: with
+    ms=0, gin's /upstream?n=10 used 0.46-0.50 ms of CPU per request and the upstream 0.35;
+    with 10 ms waits 0.87 and 0.71, and under 50 VUs of ms=100 0.86 and 0.69 (aiohttp: 1.4-1.8,
+    1.9 and 2.0 ms; 2-CPU machine, issue 8)."""
+    return calibration_query(endpoint, cell, WAIT_MS)
+
+
+def server_cost(
+    base: str,
+    endpoint: Endpoint,
+    cell: Cell,
+    server_pid: int | None,
+    upstream_pid: int | None = None,
+) -> ServerCost:
+    """The server's CPU per request: min(VUs, PARALLEL) kept-alive connections (as k6 keeps
+    them), each sending its requests one after another, until the server has used CPU_S of
+    CPU or WALL_S have passed. Several connections because a server idle between requests
+    pays a wake-up per request that a loaded one shares out (gin /hello: 100 µs on one
+    connection, 55 on four, 53 on eight). The requests wait as the cell's do, only shorter
+    (cpu_query). Then the round trip, on one connection."""
+    path = cpu_query(endpoint, cell)
+    k = max(1, min(cell.vus, PARALLEL))
+    conns = [probe.Connection(base, timeout=60) for _ in range(k)]
+    counts = [0] * k
+    failed: list[str] = []
+    stop = threading.Event()
+
+    def send(i: int) -> None:
+        try:
+            while not stop.is_set():
+                reply = conns[i].get(path)
+                if reply.status != 200:
+                    failed.append(f"calibration request {path} answered {reply.status}")
+                    return
+                counts[i] += 1
+        except OSError as exc:
+            failed.append(f"calibration request {path} failed: {exc}")
+
+    try:
+        for c in conns:  # a connection's first request pays for lazy set-up
+            if c.get(path).status != 200:
+                raise CalibrationError(f"calibration request {path} failed")
+        srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
+        up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
+        threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(k)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        while not failed:
+            time.sleep(0.02)
+            used = _used(srv0, tree_cpu_s(server_pid)) if server_pid else 0.0
+            elapsed = time.monotonic() - started
+            if sum(counts) >= MIN_REQUESTS and (used >= CPU_S or elapsed >= WALL_S):
+                break
+            if elapsed >= WALL_S * 10:
+                break  # requests of seconds each: whatever has completed
+        stop.set()
+        for t in threads:
+            t.join(60)
+        srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
+        up1 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
+        if failed:
+            raise CalibrationError(failed[0])
+        count = max(1, sum(counts))
+        cpu_ms = _used(srv0, srv1) / count * 1000 if server_pid else None
+        up_ms = _used(up0, up1) / count * 1000 if upstream_pid else None
+        overhead, overshoot = _round_trip(conns[0], endpoint, cell, cpu_ms or 0.0)
+    finally:
+        stop.set()
+        for c in conns:
+            c.__exit__()
+    return ServerCost(cpu_ms, overhead, up_ms, count, overshoot)
+
+
+def _median_ms(conn: probe.Connection, path: str) -> float:
+    walls = []
+    for _ in range(WAIT_REQUESTS):
+        reply = conn.get(path)
+        if reply.status != 200:
+            raise CalibrationError(f"calibration request {path} answered {reply.status}")
+        walls.append(reply.seconds * 1000)
+    return statistics.median(walls)
+
+
+def _round_trip(
+    conn: probe.Connection, endpoint: Endpoint, cell: Cell, cpu_ms: float
+) -> tuple[float, float]:
+    """The round trip beyond the wait and the CPU (Z), one request at a time, with real
+    (short) waits; and the waits' overshoot alone: a sleep ends late by the timer's slack and
+    the wake-up (0.1-1.5 ms, once per sleep of /sequential). The overshoot holds the server's
+    slot; the rest of the round trip (the client, loopback) does not."""
+    values = dict(cell.params)
+    if "ms" not in values:
+        return max(0.0, _median_ms(conn, calibration_query(endpoint, cell)) - cpu_ms), 0.0
+    values["ms"] = min(values["ms"], WAIT_MS)
+    wait = endpoint.service_ms(values) or 0.0
+    waited = _median_ms(conn, endpoint.path + cell.query(ms=values["ms"]))
+    bare = _median_ms(conn, calibration_query(endpoint, cell))
+    return max(0.0, waited - wait - cpu_ms), max(0.0, waited - wait - bare)
+
+
+@dataclass(frozen=True)
+class LoadgenCost:
+    """What one request costs k6 at a number of VUs. `us_per_request` is what the model uses:
+    k6's CPUs over the rate it reached against the cheapest server when k6 was the bottleneck
+    (its cost where it binds, the time its Go runtime cannot use included), else its CPU time
+    per request."""
+
+    us_per_request: float
+    rps: float | None  # what k6 reached meanwhile
+    cpus: int
+    source: str  # "measured: ...", "given: ..." or "assumed: ..."
+    vus: int | None = None
+    cpu_us: float | None = None  # k6's CPU time per request
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def k6_cost_us(busy_pct: float, rps: float, cpus: int) -> tuple[float, str]:
+    """k6's cost per request from its reference cell (busy_pct: % of one CPU): where k6 was the
+    bottleneck, its CPUs over the rate it reached, so that its ceiling is that rate; else its
+    CPU time per request. And how it was obtained."""
+    if busy_pct >= K6_BOUND_PCT * cpus:
+        return cpus / rps * 1e6, "its CPUs over its top rate"
+    return busy_pct / 100.0 / rps * 1e6, "its CPU time per request"
+
+
+def loadgen_cost(
+    k6_cpus: list[int] | None, server_cpus: list[int] | None, folder: Path, vus: int
+) -> LoadgenCost:
+    """k6's cost per request on its own CPUs at `vus` VUs (it grows with the VUs: 92 µs at 20,
+    100-134 at 50 here): lab.js on the Go target's /hello (the cheapest server there is, pinned
+    to the server's CPUs) for a couple of seconds, k6 sampled. Falls back to ASSUMED_K6_US,
+    saying so."""
+    cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
+    given = os.environ.get("LAB_K6_US", "")
+    with contextlib.suppress(ValueError):
+        if float(given) > 0:  # a value measured before, to save the 3 s (recorded as given)
+            return LoadgenCost(float(given), None, cpus, "given: LAB_K6_US", vus)
+    try:
+        from lab.targets import find
+
+        gin = find("gin")
+    except Exception as exc:  # no Go target in this checkout: the recorded constant
+        return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: no gin target ({exc})", vus)
+    folder.mkdir(parents=True, exist_ok=True)
+    proc: server.ServerProcess | None = None
+    run: loadgen.K6Run | None = None
+    try:
+        proc = server.target_server(
+            gin, gin.default_profile, cpus=server_cpus, log=folder / f"loadgen-{vus}-server.log"
+        )
+        proc.start(30)
+        cell = Cell("gin", gin.default_profile, "hello", (), vus, None, LOADGEN_DURATION, 1)
+        summary = folder / f"loadgen-{vus}-k6.json"
+        run = loadgen.start(cell, proc.url, summary, folder / f"loadgen-{vus}-k6.log", k6_cpus, 0)
+        sampler = Sampler({"k6": run.proc.pid}, interval=0.1).start()
+        run.wait(timeout=LOADGEN_WAIT_S)
+        usage = sampler.stop()["k6"]
+        data = loadgen.read_summary(summary)
+        rps = loadgen.parse_summary(data)["rps"] if data else None
+        if not rps or not usage.busy_pct:
+            raise CalibrationError("k6 measured nothing")
+        us, how = k6_cost_us(usage.busy_pct, float(rps), cpus)
+        return LoadgenCost(
+            us,
+            float(rps),
+            cpus,
+            f"measured: lab.js, {vus} VUs on gin /hello ({how})",
+            vus,
+            usage.busy_pct / 100.0 / float(rps) * 1e6,
+        )
+    except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
+        return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: measurement failed ({exc})", vus)
+    finally:
+        if run:
+            run.kill()
+        if proc:
+            proc.stop()
+
+
+def with_duration(cell: Cell, seconds: float) -> Cell:
+    """The cell with the k6 duration the runner really uses (its id stays the same)."""
+    if seconds == cell.duration_s:
+        return cell
+    return replace(cell, duration=f"{seconds:g}s")

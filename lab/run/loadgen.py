@@ -1,0 +1,186 @@
+"""Runs the shared k6 script (k6/lab.js) for one cell and reads its summary."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab import ROOT
+from lab.contract import load
+from lab.matrix import Cell
+from lab.proc import children
+
+SCRIPT = ROOT / "k6" / "lab.js"
+LOCAL_K6 = ROOT / ".tools" / "bin" / "k6"
+CANARY_RATE = 5  # /hello requests per second beside the main load
+
+
+class K6Missing(RuntimeError):
+    pass
+
+
+def binary() -> str:
+    chosen = os.environ.get("LAB_K6")  # another k6 build (and the tests' stand-ins)
+    if chosen:
+        if not shutil.which(chosen):
+            raise K6Missing(f"LAB_K6={chosen} is not an executable")
+        return chosen
+    if LOCAL_K6.is_file():
+        return str(LOCAL_K6)
+    found = shutil.which("k6")
+    if not found:
+        raise K6Missing("k6 is not installed: run 'just setup'")
+    return found
+
+
+def environment(cell: Cell, base_url: str, summary: Path, canary_rate: int) -> dict[str, str]:
+    """k6's environment: the cell's values only. Variables the script reads that the cell does
+    not set (a RATE or N left in the user's shell) must not leak in."""
+    script_vars = {"RATE", "ITERATIONS", "TIMEOUT", "GRACEFUL_STOP"} | {
+        p.name.upper() for e in load().endpoints for p in e.params
+    }
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in script_vars},
+        "K6_NO_USAGE_REPORT": "true",
+        "BASE_URL": base_url,
+        "ENDPOINT": cell.endpoint,
+        "VUS": str(cell.vus),
+        "DURATION": cell.duration,
+        "CANARY_RATE": str(canary_rate),
+        "SUMMARY": str(summary),
+    }
+    env.update({name.upper(): str(value) for name, value in cell.params})
+    if cell.rate:
+        env["RATE"] = str(cell.rate)
+    if cell.iterations:
+        # A fixed number of requests (a post's sequential client or burst): no canary, whose
+        # requests the post did not send and whose DURATION would outlast the iterations.
+        env["ITERATIONS"] = str(cell.iterations)
+        env["CANARY_RATE"] = "0"
+    return env
+
+
+@dataclass
+class K6Run:
+    proc: subprocess.Popen[bytes]
+    summary: Path
+    log: Path
+
+    def wait(self, timeout: float) -> int | None:
+        """k6's exit code, or None if it did not end within `timeout` (it is then stopped)."""
+        code = children.wait(self.proc, timeout)
+        if code is None:
+            self.kill()
+        return code
+
+    def kill(self, grace: float = 3.0) -> None:
+        """Stop k6 (it may be mid-run after Ctrl-C): SIGTERM, then SIGKILL; bounded."""
+        if self.proc.poll() is None:
+            children.kill_group(self.proc.pid, signal.SIGTERM)
+            if children.wait(self.proc, grace) is None:
+                children.kill_group(self.proc.pid, signal.SIGKILL)
+                children.wait(self.proc, 2.0)
+        children.forget(self.proc, "k6")
+
+    def log_tail(self, lines: int = 15) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+
+def start(
+    cell: Cell,
+    base_url: str,
+    summary: Path,
+    log: Path,
+    cpus: list[int] | None = None,
+    canary_rate: int = CANARY_RATE,
+) -> K6Run:
+    # --address "": no REST API, so cells never collide on its port 6565.
+    command = [binary(), "run", "--quiet", "--no-color", "--address", "", str(SCRIPT)]
+    if cpus:
+        command = ["taskset", "-c", ",".join(map(str, cpus)), *command]
+    with log.open("wb") as out:
+        # A session of its own: Ctrl-C reaches the runner, which stops k6 itself.
+        proc = children.spawn(
+            command,
+            "k6",
+            environment(cell, base_url, summary, canary_rate),
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    return K6Run(proc, summary, log)
+
+
+def _values(metrics: dict[str, Any], name: str, scenario: str) -> dict[str, float]:
+    return metrics.get(f"{name}{{scenario:{scenario}}}", {}).get("values", {})
+
+
+FAILED_PREFIX = "failed_"
+FAILURE_NAMES = {"timeout": "timeout", "network": "no answer", "other": "other status"}
+
+
+def failures_text(counts: dict[str, int]) -> str:
+    """Why requests failed, most frequent first, e.g. '502x14848, timeoutx3' (with a
+    multiplication sign)."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{FAILURE_NAMES.get(k, k)}×{n}" for k, n in ranked if n)
+
+
+def parse_summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The row's load-generator columns from a k6 summary (handleSummary's data).
+    Throughput counts successful requests only; latency is theirs (falling back to every
+    request's for summaries of an older lab.js); failed requests are counted and named."""
+    metrics = data.get("metrics", {})
+    duration = metrics.get("http_req_duration{scenario:main,expected_response:true}", {}).get(
+        "values"
+    ) or _values(metrics, "http_req_duration", "main")
+    reqs = _values(metrics, "http_reqs", "main")
+    failed = _values(metrics, "http_req_failed", "main")
+    dropped = _values(metrics, "dropped_iterations", "main")
+    canary = _values(metrics, "http_req_duration", "canary")
+
+    def ms(values: dict[str, float], key: str) -> float | None:
+        return values.get(key)
+
+    total = int(reqs.get("count", 0))
+    # http_req_failed is a Rate: its "passes" are the failed requests.
+    n_failed = int(failed.get("passes", round(total * (failed.get("rate") or 0.0))))
+    ok = max(total - n_failed, 0)
+    rate = reqs.get("rate")
+    reasons = {
+        name[len(FAILED_PREFIX) :]: int(m.get("values", {}).get("count", 0))
+        for name, m in metrics.items()
+        if name.startswith(FAILED_PREFIX) and "{" not in name
+    }
+    return {
+        "requests": ok,
+        "rps": None if rate is None or not total else rate * ok / total,
+        "failed_requests": n_failed,
+        "failed_rate": failed.get("rate"),
+        "failures": failures_text(reasons),
+        "dropped": int(dropped.get("count", 0)),  # k6 leaves the metric out when none dropped
+        "lat_avg_ms": ms(duration, "avg"),
+        "lat_p50_ms": ms(duration, "p(50)"),
+        "lat_p90_ms": ms(duration, "p(90)"),
+        "lat_p95_ms": ms(duration, "p(95)"),
+        "lat_p99_ms": ms(duration, "p(99)"),
+        "lat_max_ms": ms(duration, "max"),
+        "canary_p50_ms": ms(canary, "p(50)"),
+        "canary_p99_ms": ms(canary, "p(99)"),
+    }
+
+
+def read_summary(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,81 @@
+"""`lab new-target NAME --like TARGET` (`just new-target`): a new Python target folder, copied
+from an existing target built on the target kit (labkit), and the next steps to make it yours.
+Refuses a name that is taken or malformed, and an unknown --like, with one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from lab import ROOT
+from lab.errors import USAGE_ERROR
+from lab.targets import MANIFEST, discover
+
+PYTHON_DIR = ROOT / "python"
+NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")  # a folder name that is also a Python identifier
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+
+class ScaffoldError(Exception):
+    """A name that cannot be used; the message says why and what can."""
+
+
+def new_target(name: str, like: str, root: Path = PYTHON_DIR) -> Path:
+    """Copy python/<like>/ to python/<name>/ and name the copy; returns the new folder."""
+    targets = discover()
+    python = {t.name: t for t in targets if t.language == "python"}
+    if like not in python:
+        raise ScaffoldError(f"unknown --like {like!r}; choose from: {', '.join(sorted(python))}")
+    if not NAME.fullmatch(name):
+        raise ScaffoldError(f"target name must match {NAME.pattern} (a folder name), got {name!r}")
+    taken = {t.name for t in targets} | {a for t in targets for a in t.aliases}
+    folder = root / name
+    if name in taken:
+        raise ScaffoldError(f"{name!r} is already a target or an alias; pick another name")
+    if folder.exists():
+        raise ScaffoldError(f"{folder} already exists; pick another name")
+    shutil.copytree(python[like].folder, folder, ignore=SKIP)
+    manifest = folder / MANIFEST
+    text = manifest.read_text()
+    manifest.write_text(f"# {name}: made with `just new-target {name} --like {like}`.\n{text}")
+    return folder
+
+
+def next_steps(name: str, like: str, folder: Path) -> str:
+    rel = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
+    return f"""created {rel}/ (a copy of python/{like}/)
+next steps:
+  1. edit {rel}/app.py: your framework's routing, `def` handler, lifespan and error
+     handlers; the endpoints' work stays labkit's (see README, "Adding a framework")
+  2. set `framework` in {rel}/{MANIFEST} to its distribution name (also the name the
+     app passes to /info), `concurrency` (one line: how it runs requests) and the
+     profiles' commands; then `just docs` writes it into README's targets table
+  3. add the dependency: .tools/uv/bin/uv add PACKAGE   (then commit pyproject.toml + uv.lock)
+  4. try it: just serve {name}        (then curl 'localhost:8000/info')
+  5. its conformance tests: just test-target {name}
+  6. everything: just test"""
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        folder = new_target(args.name, args.like)
+    except ScaffoldError as exc:
+        print(f"lab: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    print(next_steps(args.name, args.like, folder))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "new-target",
+        help="create python/NAME/ from an existing target built on the kit",
+        description="Create python/NAME/ (app.py, target.toml, server config) as a copy of "
+        "the --like target, and print the next steps.",
+    )
+    p.add_argument("name", help="the new target's name (its folder)")
+    p.add_argument("--like", default="starlette", help="the target to start from")
+    p.set_defaults(run=run)

@@ -1,0 +1,106 @@
+"""The strict contract (v1.2) on every target x profile: one integer grammar, one rule for
+repeated parameters, the total-wait cap, 405 with Allow: GET for every other method, JSON
+404 — hand-written tables (tests/harness/strict.py) — and schemathesis, which generates valid and
+invalid requests from contract/openapi.json and validates every answer against it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from harness.strict import (
+    METHODS,
+    PARAM_CASES,
+    SCHEMA,
+    WITH_PARAMS,
+    Expect,
+    cap_cases,
+    grammar_cases,
+    method_cases,
+    not_found_cases,
+    problems,
+    quick,
+    repeat_cases,
+)
+from harness.support import get, request
+from harness.targets import Served
+from hypothesis import HealthCheck, Phase, settings
+
+from lab.contract import Endpoint, load
+
+pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
+
+CONTRACT = load()
+CAPPED = [e for e in CONTRACT.endpoints if e.max_service_ms is not None]
+
+
+def assert_none(found: list[str], cases: list[Expect]) -> None:
+    shown = "\n".join(found[:8]) + (f"\n... and {len(found) - 8} more" if len(found) > 8 else "")
+    assert not found, f"{len(found)} of {len(cases)} answers break the contract:\n{shown}"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "param"), PARAM_CASES, ids=[f"{e.name}-{p}" for e, p in PARAM_CASES]
+)
+def test_integer_grammar(served: Served, endpoint: Endpoint, param: str) -> None:
+    cases = grammar_cases(endpoint, param)
+    assert_none(problems(served.url, cases), cases)
+
+
+@pytest.mark.parametrize("endpoint", WITH_PARAMS, ids=[e.name for e in WITH_PARAMS])
+def test_repeated_and_unknown_params(served: Served, endpoint: Endpoint) -> None:
+    cases = repeat_cases(endpoint)
+    assert_none(problems(served.url, cases), cases)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_only_get(served: Served, method: str) -> None:
+    cases = method_cases(method)
+    assert_none(problems(served.url, cases), cases)
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "POST"])
+def test_unknown_path(served: Served, method: str) -> None:
+    cases = not_found_cases(method)
+    assert_none(problems(served.url, cases), cases)
+    assert get(served.url, "/hello").status == 200
+
+
+def test_oversized_request_line(served: Served, record_property: Any) -> None:
+    """A 64 KB query: most servers answer before the application (CONTRACT.md lists what each
+    one says), Go's net/http passes it on (its limit is 1 MB) and the app ignores the unknown
+    parameter. Recorded, not required to be JSON: refused with a 4xx, or answered by the
+    application as the contract says; either way the server goes on."""
+    try:
+        reply = request(served.url, "/hello?pad=" + "a" * 65536)
+        seen = f"{reply.status} {reply.content_type or '(no type)'} {str(reply.body)[:60]!r}"
+        by_app = reply.status == 200 and isinstance(reply.body, dict)
+        ok = 400 <= reply.status < 500 or (by_app and reply.body.get("endpoint") == "hello")
+    except OSError as exc:  # a server may close the connection without answering
+        seen, ok = f"connection closed: {exc!r}", True
+    record_property("oversized_request_line", seen)
+    print(f"{served.target.name}/{served.profile}: 64 KB query -> {seen}")
+    assert ok, f"a 64 KB query should be refused with a 4xx or served as /hello: {seen}"
+    assert get(served.url, "/hello").status == 200
+
+
+# --- schemathesis ------------------------------------------------------------------------------
+
+
+@SCHEMA.parametrize()
+@settings(
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+def test_schemathesis(served: Served, case: Any) -> None:
+    quick(case)
+    case.call_and_validate(base_url=served.url)
+
+
+# Last for each server: a server that does not enforce the cap is left waiting 10-20 s.
+@pytest.mark.parametrize("endpoint", CAPPED, ids=[e.name for e in CAPPED])
+def test_total_wait_cap(served: Served, endpoint: Endpoint) -> None:
+    cases = cap_cases(endpoint)
+    assert_none(problems(served.url, cases), cases)

@@ -1,0 +1,263 @@
+"""The conformance checks must fail a server that lies. bites/liar (beside this file) is such a
+server: it blocks where it claims to be unbounded, answers before its work is done, and serves
+more at once than it claims. bites/kit is an honest strict-contract target that passes
+every check of conformance v2 (CPU claims, processes, upstream calls, stop under load, the
+strict contract's tables and schemathesis); the same app with one lie planted (LAB_LIES)
+fails the check made for that lie."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness.claims import (
+    capacity_problem,
+    cpu_claim_problem,
+    process_problem,
+    single_timing_problem,
+    stop_under_load_problem,
+    upstream_calls_problem,
+)
+from harness.strict import (
+    METHODS,
+    PARAM_CASES,
+    SCHEMA,
+    WITH_PARAMS,
+    cap_cases,
+    grammar_cases,
+    method_cases,
+    not_found_cases,
+    problems,
+    quick,
+    repeat_cases,
+)
+from harness.support import get
+from hypothesis import HealthCheck, Phase, settings
+from schemathesis.core.failures import FailureGroup
+
+from lab.contract import load
+from lab.proc import server
+
+pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
+
+CONTRACT = load()
+LIAR = Path(__file__).parent / "bites" / "liar"
+
+
+@pytest.fixture(scope="module")
+def liar() -> Iterator[str]:
+    port = server.free_port()
+    uvicorn = str(Path(sys.executable).parent / "uvicorn")
+    proc = server.ServerProcess(
+        "liar",
+        [uvicorn, "app:app", "--port", str(port), "--log-level", "warning"],
+        LIAR,
+        {"PATH": str(Path(sys.executable).parent)},
+        port,
+    ).start()
+    yield proc.url
+    assert proc.stop().clean
+
+
+def test_blocking_while_claiming_unbounded_is_caught(liar: str) -> None:
+    capacity = get(liar, "/info").body["capacity"]["async"]
+    problem = capacity_problem(liar, CONTRACT["async"], capacity)
+    assert problem is not None and "should take 1 x" in problem, problem
+
+
+def test_answering_before_the_work_is_done_is_caught(liar: str) -> None:
+    problem = single_timing_problem(liar, CONTRACT["gather"])
+    assert problem is not None and "before its" in problem, problem
+
+
+def test_serving_more_than_claimed_is_caught(liar: str) -> None:
+    capacity = get(liar, "/info").body["capacity"]["sync"]
+    problem = capacity_problem(liar, CONTRACT["sync"], capacity)
+    assert problem is not None and "should take 2 x" in problem, problem
+
+
+# --- conformance v2: each new check fails a copy of an honest target with one lie planted -----
+
+KIT = Path(__file__).parent / "bites" / "kit"
+GRACEFUL_S = "2"
+
+
+def start_kit(upstream_url: str, workers: int = 1, lies: str = "", spread: bool = True):  # type: ignore[no-untyped-def]
+    """The honest strict-contract target (bites/kit beside this file), lies planted. spread=False
+    runs one uvicorn process whatever WORKERS says (the 'one process' lie)."""
+    port = server.free_port()
+    uvicorn = str(Path(sys.executable).parent / "uvicorn")
+    command = [uvicorn, "app:app", "--host", server.HOST, "--port", str(port)]
+    command += ["--timeout-graceful-shutdown", GRACEFUL_S, "--log-level", "warning"]
+    if spread:
+        command += ["--workers", str(workers)]
+    env = {
+        **os.environ,
+        "WORKERS": str(workers),
+        "UPSTREAM_URL": upstream_url,
+        "LAB_LIES": lies,
+        "GRACEFUL_TIMEOUT_S": GRACEFUL_S,
+    }
+    name = f"kit-{lies or 'honest'}".replace(",", "+")
+    return server.ServerProcess(name, command, KIT, env, port).start()
+
+
+HTTP_LIES = "pool-8x,cpu-unbounded,upstream-sleep,float-ms,last-repeat,head-200,no-cap,plain-404"
+
+
+@pytest.fixture(scope="module")
+def honest(upstream: server.ServerProcess) -> Iterator[server.ServerProcess]:
+    proc = start_kit(upstream.url)
+    yield proc
+    assert proc.stop().clean
+
+
+@pytest.fixture(scope="module")
+def kit_liar(upstream: server.ServerProcess) -> Iterator[server.ServerProcess]:
+    """Independent lies in one server: each check looks at one endpoint or one rule."""
+    proc = start_kit(upstream.url, lies=HTTP_LIES)
+    yield proc
+    assert proc.stop().clean
+
+
+def info_of(proc: server.ServerProcess) -> dict[str, Any]:
+    return get(proc.url, "/info").body
+
+
+@pytest.mark.parametrize("endpoint", ["cpu", "cpu-pool"])
+def test_honest_cpu_claims_pass(honest: server.ServerProcess, endpoint: str) -> None:
+    assert cpu_claim_problem(honest.url, CONTRACT[endpoint], info_of(honest)) is None
+
+
+def test_pool_claiming_8x_its_processes_is_caught(kit_liar: server.ServerProcess) -> None:
+    problem = cpu_claim_problem(kit_liar.url, CONTRACT["cpu-pool"], info_of(kit_liar))
+    assert problem is not None and "serves fewer at once than it claims" in problem, problem
+
+
+def test_inline_cpu_claiming_unbounded_is_caught(kit_liar: server.ServerProcess) -> None:
+    problem = cpu_claim_problem(kit_liar.url, CONTRACT["cpu"], info_of(kit_liar))
+    assert problem is not None and "serves fewer at once than it claims" in problem, problem
+
+
+@pytest.mark.parametrize("endpoint", ["upstream", "upstream-seq"])
+def test_honest_upstream_calls_pass(
+    honest: server.ServerProcess, upstream: server.ServerProcess, endpoint: str
+) -> None:
+    assert upstream_calls_problem(honest.url, upstream.url, CONTRACT[endpoint]) is None
+
+
+def test_upstream_that_sleeps_is_caught(
+    kit_liar: server.ServerProcess, upstream: server.ServerProcess
+) -> None:
+    problem = upstream_calls_problem(kit_liar.url, upstream.url, CONTRACT["upstream"])
+    assert problem is not None and "made 0 upstream call(s)" in problem, problem
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_honest_processes_pass(upstream: server.ServerProcess, workers: int) -> None:
+    proc = start_kit(upstream.url, workers=workers)
+    try:
+        problem = process_problem(proc, info_of(proc), rounds=6)
+    finally:
+        assert proc.stop().clean
+    assert problem is None, problem
+
+
+def test_one_process_reporting_workers_is_caught(upstream: server.ServerProcess) -> None:
+    proc = start_kit(upstream.url, workers=2, spread=False)
+    try:
+        info = info_of(proc)
+        problem = process_problem(proc, info)
+    finally:
+        assert proc.stop().clean
+    assert info["workers"] == 2
+    assert problem is not None and "1 distinct process(es) answered" in problem, problem
+
+
+def test_honest_stop_under_load_passes(upstream: server.ServerProcess) -> None:
+    def one(group: bool) -> str | None:
+        return stop_under_load_problem(start_kit(upstream.url, workers=2), group=group)
+
+    with ThreadPoolExecutor(2) as threads:
+        assert list(threads.map(one, [False, True])) == [None, None]
+
+
+def test_ignoring_sigterm_is_caught(upstream: server.ServerProcess) -> None:
+    proc = start_kit(upstream.url, lies="ignore-sigterm")
+    problem = stop_under_load_problem(proc, group=False)
+    assert problem is not None and "still running after 5s" in problem, problem
+    assert not proc.alive()
+
+
+STRICT_TABLES = {
+    "grammar": [c for e, p in PARAM_CASES for c in grammar_cases(e, p)],
+    "repeats": [c for e in WITH_PARAMS for c in repeat_cases(e)],
+    "cap": [c for e in CONTRACT.endpoints if e.max_service_ms for c in cap_cases(e)],
+    "methods": [c for m in METHODS for c in method_cases(m)],
+    "not-found": [c for m in ("GET", "HEAD", "POST") for c in not_found_cases(m)],
+}
+
+
+@pytest.mark.parametrize("table", list(STRICT_TABLES))
+def test_honest_strict_contract_passes(honest: server.ServerProcess, table: str) -> None:
+    assert problems(honest.url, STRICT_TABLES[table]) == []
+
+
+@pytest.mark.parametrize(
+    ("table", "evidence"),
+    [
+        ("grammar", "GET /sync?ms=1.0 (decimal point): status 200"),
+        ("repeats", "GET /sync?ms=1&ms=2 (given twice): status 200"),
+        ("methods", "HEAD /hello (only GET): status 200"),
+        ("cap", "GET /sequential?ms=101&n=100 (over): no answer within 2s"),
+        ("not-found", "GET /no-such-endpoint (unknown path): Content-Type 'text/plain"),
+    ],
+)
+def test_strict_contract_lies_are_caught(
+    kit_liar: server.ServerProcess, table: str, evidence: str
+) -> None:
+    path = evidence.split()[1].split("?")[0]  # only that path's cases: a liar may be slow
+    cases = [c for c in STRICT_TABLES[table] if c.path.split("?")[0] == path]
+    found = problems(kit_liar.url, cases)
+    assert any(p.startswith(evidence) for p in found), found[:5]
+
+
+@SCHEMA.parametrize()
+@settings(
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+def test_honest_passes_schemathesis(honest: server.ServerProcess, case: Any) -> None:
+    quick(case)
+    case.call_and_validate(base_url=honest.url)
+
+
+LIAR_FAILURES: list[str] = []  # what schemathesis found on the liar's /sync, in file order
+
+
+@SCHEMA.include(path="/sync").parametrize()
+@settings(
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+def test_schemathesis_runs_on_the_liar(kit_liar: server.ServerProcess, case: Any) -> None:
+    quick(case)
+    try:
+        case.call_and_validate(base_url=kit_liar.url)
+    except (AssertionError, FailureGroup) as failure:
+        LIAR_FAILURES.append(f"{case.query}: {' '.join(str(failure).split())[:200]}")
+
+
+def test_schemathesis_caught_the_liar() -> None:
+    """The coverage phase sends ms=0.5, which the liar reads as 0 (a 200 to data the
+    contract calls invalid); the honest target passes the same run (above)."""
+    assert any("accepted" in f for f in LIAR_FAILURES), LIAR_FAILURES or "no failure found"

@@ -1,0 +1,153 @@
+"""The target kit's pure functions: the integer grammar, repeated parameters, the order of
+checks, the total-wait cap read from the contract, request ids, the 404/405 decision and
+the /info parts found from the process."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab import ROOT
+from lab.contract import load
+from lab.targets import load as load_target
+from lab.tools import scaffold
+from labkit import errors, info, params, upstream
+from labkit.params import BadParam
+
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
+CONTRACT = load()
+GRAMMAR = "ms must be an integer without sign or leading zeros"
+
+
+def refused(endpoint: str, query: list[tuple[str, str]]) -> dict[str, str]:
+    with pytest.raises(BadParam) as caught:
+        params.parse(CONTRACT[endpoint], query)
+    assert caught.value.status == 400
+    return caught.value.body()
+
+
+@pytest.mark.parametrize(
+    "raw", ["", "1.0", "1_0", "+5", " 5", "5 ", "007", "00", "-1", "-0", "abc", "1e3", "٣", "0x1",
+            "1234567890", "5\n", "１"],
+)  # fmt: skip
+def test_outside_the_grammar(raw: str) -> None:
+    assert refused("sync", [("ms", raw)]) == {"error": GRAMMAR, "param": "ms"}
+
+
+@pytest.mark.parametrize(("raw", "value"), [("0", 0), ("7", 7), ("10000", 10000)])
+def test_in_the_grammar(raw: str, value: int) -> None:
+    assert params.parse(CONTRACT["sync"], [("ms", raw)]) == {"ms": value}
+
+
+def test_bounds_come_from_the_contract() -> None:
+    assert refused("sync", [("ms", "10001")]) == {
+        "error": "ms must be between 0 and 10000",
+        "param": "ms",
+    }
+    assert refused("gather", [("n", "0")])["error"] == "n must be between 1 and 100"
+    assert refused("cpu", [("n", "999999999")])["param"] == "n"
+
+
+@pytest.mark.parametrize("values", [("1", "2"), ("1", "1"), ("abc", "1")])
+def test_a_repeated_parameter(values: tuple[str, str]) -> None:
+    query = [("ms", v) for v in values]
+    assert refused("sync", query) == {"error": "ms must be given once", "param": "ms"}
+
+
+def test_order_ms_before_n_and_repeat_before_grammar() -> None:
+    assert refused("gather", [("n", "0"), ("ms", "x")])["param"] == "ms"
+    assert refused("gather", [("ms", "1"), ("n", "x"), ("n", "1")])["error"] == (
+        "n must be given once"
+    )
+
+
+def test_defaults_and_unknown_parameters() -> None:
+    query = [("other", "x"), ("other", "y")]
+    assert params.parse(CONTRACT["gather"], query) == CONTRACT["gather"].defaults()
+
+
+@pytest.mark.parametrize("endpoint", ["sequential", "upstream-seq"])
+def test_total_wait_cap(endpoint: str) -> None:
+    cap = CONTRACT[endpoint].max_service_ms
+    assert cap == 10000  # from the contract's x-lab
+    assert params.parse(CONTRACT[endpoint], [("ms", "100"), ("n", "100")]) == {"ms": 100, "n": 100}
+    body = refused(endpoint, [("ms", "101"), ("n", "100")])
+    assert body == {"error": "n * ms must be at most 10000", "param": "n"}
+
+
+def test_the_cap_is_read_not_written_down() -> None:
+    smaller = dataclasses.replace(CONTRACT["sequential"], max_service_ms=50)
+    with pytest.raises(BadParam, match="at most 50"):
+        params.parse(smaller, [("ms", "26"), ("n", "2")])
+    assert CONTRACT["gather"].max_service_ms is None  # n waits at once: no cap
+    assert params.parse(CONTRACT["gather"], [("ms", "10000"), ("n", "100")])["n"] == 100
+
+
+@pytest.mark.parametrize(
+    ("value", "forwarded"),
+    [("abc-123", "abc-123"), ("a" * 64, "a" * 64), ("a" * 65, None), ("", None),
+     ("a b", None), ("é", None), (None, None)],
+)  # fmt: skip
+def test_request_id(value: str | None, forwarded: str | None) -> None:
+    assert upstream.request_id(value) == forwarded
+
+
+def test_refusal() -> None:
+    assert errors.refusal("GET", "/sync") is None
+    for method in ("HEAD", "OPTIONS", "POST", "DELETE"):
+        assert errors.refusal(method, "/sync") == (
+            {"error": "method not allowed", "method": method},
+            405,
+            {"Allow": "GET"},
+        )
+    for method in ("GET", "POST"):
+        assert errors.refusal(method, "/nope") == ({"error": "not found", "path": "/nope"}, 404, {})
+
+
+def test_graceful_timeout_from_the_command_line() -> None:
+    assert info.graceful_timeout_s("uvicorn", ["app:app", "--timeout-graceful-shutdown", "3"]) == 3
+    assert info.graceful_timeout_s("uvicorn", ["app:app"]) is None  # waits for every request
+    assert info.graceful_timeout_s("gunicorn", ["--graceful-timeout=2", "app:app"]) == 2
+    assert info.graceful_timeout_s("gunicorn", []) == 30  # gunicorn's own default
+    assert info.graceful_timeout_s("hypercorn", []) == 3
+
+
+def test_an_unknown_server_is_not_named_werkzeug(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in info.SERVERS:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert info.server() == ("unknown", "")
+
+
+# --- the scaffold (lab new-target) -------------------------------------------------------------
+
+
+def test_scaffold_copies_a_kit_target(tmp_path: Path) -> None:
+    folder = scaffold.new_target("mine", "starlette", root=tmp_path)
+    assert (folder / "app.py").read_text() == (ROOT / "python/starlette/app.py").read_text()
+    target = load_target(folder / "target.toml")
+    assert target.name == "mine" and target.default_profile == "uvicorn"
+    assert "just test-target mine" in scaffold.next_steps("mine", "starlette", folder)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["starlette"], "'starlette' is already a target"),
+        (["go"], "'go' is already a target or an alias"),
+        (["mine", "--like", "nope"], "unknown --like 'nope'; choose from: "),
+        (["Mine!"], "target name must match"),
+    ],
+)
+def test_scaffold_refuses_with_one_line(argv: list[str], message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", "new-target", *argv],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
+    assert message in done.stderr

@@ -1,0 +1,201 @@
+"""lab/run/loadgen.py: the k6 summary -> row columns, and k6's environment. (The model's tests
+are in test_model.py.)"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab import ROOT
+from lab.matrix import Cell
+from lab.run import loadgen
+
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
+FIXTURE = Path(__file__).parent / "fixtures" / "k6-summary.json"
+# /sequential?ms=20&n=2 on gin, open model at 100/s with 4 VUs (so some iterations dropped)
+SUMMARY: dict[str, Any] = json.loads(FIXTURE.read_text())
+
+
+def cell(endpoint: str = "sync", params=(("ms", 100),), rate: int | None = None) -> Cell:
+    return Cell("gin", "release", endpoint, tuple(params), 10, rate, "2s", 1)
+
+
+# --- parse_summary -----------------------------------------------------------------------
+
+
+def test_parse_summary_reads_the_main_scenario() -> None:
+    row = loadgen.parse_summary(SUMMARY)
+    assert row == {
+        "requests": 161,
+        "rps": pytest.approx(78.81118868994083),
+        "failed_requests": 0,
+        "failed_rate": 0,
+        "failures": "",
+        "dropped": 40,
+        "lat_avg_ms": pytest.approx(42.2977478074534),
+        "lat_p50_ms": pytest.approx(41.99707),
+        "lat_p90_ms": pytest.approx(43.462867),
+        "lat_p95_ms": pytest.approx(45.360086),
+        "lat_p99_ms": pytest.approx(48.3763284),
+        "lat_max_ms": pytest.approx(48.557491),
+        "canary_p50_ms": pytest.approx(0.323944),
+        "canary_p99_ms": pytest.approx(6.308860100000002),
+    }
+    # the whole-test metrics (main + canary) are not what the row reports
+    overall = SUMMARY["metrics"]["http_reqs"]["values"]["count"]
+    assert overall != row["requests"]
+    assert isinstance(row["requests"], int) and isinstance(row["dropped"], int)
+
+
+def test_parse_summary_without_drops_or_canary() -> None:
+    data = copy.deepcopy(SUMMARY)
+    for key in ("dropped_iterations{scenario:main}", "dropped_iterations"):
+        del data["metrics"][key]
+    for key in list(data["metrics"]):
+        if "scenario:canary" in key:
+            del data["metrics"][key]
+    row = loadgen.parse_summary(data)
+    assert row["dropped"] == 0
+    assert row["canary_p50_ms"] is None
+    assert row["canary_p99_ms"] is None
+    assert row["requests"] == 161
+
+
+def test_parse_summary_of_nothing() -> None:
+    row = loadgen.parse_summary({})
+    assert row["requests"] == 0
+    assert row["dropped"] == 0
+    assert row["rps"] is None
+    assert row["lat_p95_ms"] is None
+
+
+def test_parse_summary_failed_rate() -> None:
+    data = copy.deepcopy(SUMMARY)
+    data["metrics"]["http_req_failed{scenario:main}"]["values"] = {
+        "rate": 0.25,
+        "passes": 40,
+        "fails": 121,
+    }
+    row = loadgen.parse_summary(data)
+    assert row["failed_rate"] == 0.25
+    # throughput and requests count the successful ones only
+    assert (row["requests"], row["failed_requests"]) == (121, 40)
+    assert row["rps"] == pytest.approx(78.81118868994083 * 121 / 161)
+
+
+def test_parse_summary_names_the_failures() -> None:
+    data = copy.deepcopy(SUMMARY)
+    data["metrics"]["http_req_failed{scenario:main}"]["values"] = {
+        "rate": 0.1,
+        "passes": 16,
+        "fails": 145,
+    }
+    for name, count in (("failed_502", 13), ("failed_timeout", 2), ("failed_network", 1)):
+        data["metrics"][name] = {"type": "counter", "values": {"count": count, "rate": 1.0}}
+    row = loadgen.parse_summary(data)
+    assert row["failures"] == "502×13, timeout×2, no answer×1"
+    assert row["failed_requests"] == 16
+
+
+def test_parse_summary_latency_of_successful_requests() -> None:
+    data = copy.deepcopy(SUMMARY)
+    ok = {"avg": 50.0, "p(50)": 49.0, "p(90)": 55.0, "p(95)": 56.0, "p(99)": 60.0, "max": 61.0}
+    data["metrics"]["http_req_duration{scenario:main,expected_response:true}"] = {"values": ok}
+    row = loadgen.parse_summary(data)
+    assert (row["lat_avg_ms"], row["lat_p95_ms"], row["lat_max_ms"]) == (50.0, 56.0, 61.0)
+
+
+def test_read_summary(tmp_path: Path) -> None:
+    assert loadgen.read_summary(FIXTURE) == SUMMARY
+    assert loadgen.read_summary(tmp_path / "missing.json") is None
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"metrics": {')  # k6 killed while writing
+    assert loadgen.read_summary(broken) is None
+
+
+# --- environment -------------------------------------------------------------------------
+
+# what lab.js reads besides the variables the runner always sets
+K6_NAMES = ("RATE", "MS", "N", "TIMEOUT", "GRACEFUL_STOP")
+
+
+@pytest.fixture
+def clean_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks below must not depend on the shell the tests run in."""
+    for name in K6_NAMES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_environment_closed_model(tmp_path: Path, clean_shell: None) -> None:
+    c = cell("gather", (("ms", 20), ("n", 3)))
+    env = loadgen.environment(c, "http://127.0.0.1:1234", tmp_path / "s.json", 5)
+    assert env["BASE_URL"] == "http://127.0.0.1:1234"
+    assert env["ENDPOINT"] == "gather"
+    assert (env["MS"], env["N"]) == ("20", "3")
+    assert "ms" not in env and "n" not in env
+    assert env["VUS"] == "10"
+    assert env["DURATION"] == "2s"
+    assert env["CANARY_RATE"] == "5"
+    assert env["SUMMARY"] == str(tmp_path / "s.json")
+    assert env["K6_NO_USAGE_REPORT"] == "true"
+    assert "RATE" not in env
+
+
+def test_environment_open_model(tmp_path: Path) -> None:
+    env = loadgen.environment(cell(rate=40), "http://x", tmp_path / "s.json", 0)
+    assert env["RATE"] == "40"
+    assert env["CANARY_RATE"] == "0"
+    assert env["MS"] == "100"
+
+
+def test_environment_without_params(tmp_path: Path, clean_shell: None) -> None:
+    env = loadgen.environment(cell("hello", ()), "http://x", tmp_path / "s.json", 5)
+    assert env["ENDPOINT"] == "hello"
+    assert "MS" not in env and "N" not in env
+
+
+def test_environment_ignores_the_callers_shell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shell = {"RATE": "7", "N": "3", "MS": "1", "TIMEOUT": "1s", "GRACEFUL_STOP": "0s"}
+    for name, value in shell.items():
+        monkeypatch.setenv(name, value)
+    env = loadgen.environment(cell("sync", (("ms", 100),)), "http://x", tmp_path / "s", 5)
+    assert env["MS"] == "100"  # the cell's own value wins
+    leaked = {k: env[k] for k in ("RATE", "N", "TIMEOUT", "GRACEFUL_STOP") if k in env}
+    assert not leaked
+
+
+@pytest.mark.parametrize("rate", [None, 7])
+def test_environment_is_what_lab_js_accepts(
+    tmp_path: Path, rate: int | None, clean_shell: None
+) -> None:
+    """k6 itself reads the environment (inspect runs the script's init, no requests)."""
+    c = Cell("gin", "release", "upstream-seq", (("ms", 20), ("n", 3)), 4, rate, "3s", 1)
+    env = loadgen.environment(c, "http://127.0.0.1:9", tmp_path / "s.json", 2)
+    done = subprocess.run(
+        [loadgen.binary(), "inspect", "--include-system-env-vars", str(loadgen.SCRIPT)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    scenarios = json.loads(done.stdout)["scenarios"]
+    assert set(scenarios) == {"main", "canary"}
+    main = scenarios["main"]
+    if rate:
+        assert main["executor"] == "constant-arrival-rate"
+        assert (main["rate"], main["maxVUs"], main["duration"]) == (7, 4, "3s")
+    else:
+        assert main["executor"] == "constant-vus"
+        assert (main["vus"], main["duration"]) == (4, "3s")
+    assert scenarios["canary"]["rate"] == 2

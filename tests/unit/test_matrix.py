@@ -1,0 +1,406 @@
+"""lab/matrix.py: durations, the named matrices in k6/matrices, how a matrix expands into
+cells (profiles, repeats, parameter overrides) and how a cell survives a trip through JSON."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from itertools import pairwise
+from typing import Any
+
+import pytest
+
+from lab.contract import load
+from lab.matrix import (
+    MATRIX_DIR,
+    Cell,
+    Matrix,
+    MatrixError,
+    expand,
+    load_matrix,
+    names,
+    parse_duration,
+)
+from lab.targets import UnknownChoice, discover
+
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
+TARGETS = discover()
+BENCH = [e.name for e in load().bench_endpoints()]
+
+
+def base_key(cell: Cell) -> tuple[Any, ...]:
+    """A cell without its repetition number: what must not run twice in a row."""
+    return (cell.target, cell.profile, cell.endpoint, cell.params, cell.vus, cell.rate)
+
+
+def params_of(cells: list[Cell]) -> dict[str, dict[str, int]]:
+    return {c.endpoint: dict(c.params) for c in cells}
+
+
+# --- durations ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("10s", 10.0),
+        ("500ms", 0.5),
+        ("2m", 120.0),
+        ("1m30s", 90.0),
+        ("1.5s", 1.5),
+        ("0s", 0.0),
+        ("1m0s250ms", 60.25),
+    ],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "10", "s", "10 s", " 10s", "10s ", "1h", "-5s", "10sec", "ten", "1m 30s", ".5s"]
+)
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(MatrixError, match="duration must look like"):
+        parse_duration(text)
+
+
+# --- the named matrices ------------------------------------------------------------------
+
+
+def test_names_are_the_files() -> None:
+    assert names() == sorted(p.stem for p in MATRIX_DIR.glob("*.toml"))
+    assert {"quick", "full"} <= set(names())
+
+
+@pytest.mark.parametrize("name", names())
+def test_every_matrix_loads_and_expands(name: str) -> None:
+    matrix = load_matrix(name)
+    assert matrix.name == name
+    assert matrix.description
+    cells = expand(matrix, seed=1)
+    assert cells
+    ids = [c.id for c in cells]
+    assert len(set(ids)) == len(ids)
+    for c in cells:
+        assert c.duration_s > 0
+        assert c.vus >= 1
+        assert c.endpoint in BENCH
+
+
+def test_unknown_matrix_lists_the_choices() -> None:
+    with pytest.raises(UnknownChoice) as err:
+        load_matrix("nope")
+    message = str(err.value)
+    assert "unknown matrix 'nope'" in message
+    for name in names():
+        assert name in message
+
+
+def test_quick_is_every_default_profile_times_the_representative_endpoints() -> None:
+    matrix = load_matrix("quick")
+    cells = expand(matrix, seed=1)
+    chosen = matrix.endpoints
+    assert isinstance(chosen, list) and set(chosen) < set(BENCH)
+    # the endpoints left out are measured by the io matrix
+    assert set(BENCH) - set(chosen) <= set(load_matrix("io").endpoints)
+    assert len(cells) == len(TARGETS) * len(chosen)
+    assert len({c.vus for c in cells}) == 1
+    assert len({c.rate for c in cells}) == 1
+    assert {c.repeat for c in cells} == {1}
+    defaults = {t.name: t.default_profile for t in TARGETS}
+    assert all(c.profile == defaults[c.target] for c in cells)
+    assert {(c.target, c.endpoint) for c in cells} == {(t.name, e) for t in TARGETS for e in chosen}
+
+
+def test_full_is_every_profile_repeated_three_times() -> None:
+    matrix = load_matrix("full")
+    cells = expand(matrix, seed=1)
+    assert matrix.repeat == 3
+    profiles = sum(len(t.profiles) for t in TARGETS)
+    assert len(cells) == profiles * len(BENCH) * len(matrix.vus) * len(matrix.rates) * 3
+    assert {(c.target, c.profile) for c in cells} == {
+        (t.name, p) for t in TARGETS for p in t.profiles
+    }
+    repeats: dict[tuple[Any, ...], list[int]] = {}
+    for c in cells:
+        repeats.setdefault(base_key(c), []).append(c.repeat)
+    assert all(sorted(r) == [1, 2, 3] for r in repeats.values())
+
+
+# --- repetitions -------------------------------------------------------------------------
+
+
+def small(repeat: int = 3, **kw: Any) -> Matrix:
+    """Eight base cells: two targets x two endpoints x two VU levels."""
+    return Matrix(
+        name="t",
+        targets=["gin", "fastapi"],
+        endpoints=["sync", "async"],
+        vus=[1, 10],
+        duration="1s",
+        repeat=repeat,
+        **kw,
+    )
+
+
+def test_repeat_one_is_not_shuffled() -> None:
+    assert expand(small(repeat=1), seed=1) == expand(small(repeat=1), seed=2)
+
+
+def test_repeats_cover_every_cell_once() -> None:
+    base = expand(small(repeat=1))
+    cells = expand(small(repeat=3), seed=7)
+    assert len(cells) == 3 * len(base)
+    pairs = Counter((base_key(c), c.repeat) for c in cells)
+    assert set(pairs) == {(base_key(b), r) for b in base for r in (1, 2, 3)}
+    assert set(pairs.values()) == {1}
+
+
+def test_same_seed_same_order() -> None:
+    assert expand(small(), seed=42) == expand(small(), seed=42)
+    orders = {tuple(c.id for c in expand(small(), seed=s)) for s in range(5)}
+    assert len(orders) > 1  # the seed does change the order
+
+
+def test_repeats_are_interleaved() -> None:
+    """A repetition is not a copy of the cell just run: the seeded order mixes them."""
+    cells = expand(small(), seed=3)
+    first_round = [base_key(c) for c in cells[: len(cells) // 3]]
+    assert len(set(first_round)) > 1
+    # every cell's repeats are spread out, not a block of three
+    positions: dict[tuple[Any, ...], list[int]] = {}
+    for i, c in enumerate(cells):
+        positions.setdefault(base_key(c), []).append(i)
+    assert any(p[-1] - p[0] > 2 for p in positions.values())
+
+
+def test_repeats_never_run_back_to_back() -> None:
+    bad = {}
+    for seed in range(20):
+        cells = expand(small(), seed=seed)
+        adjacent = [a.id for a, b in pairwise(cells) if base_key(a) == base_key(b)]
+        if adjacent:
+            bad[seed] = adjacent
+    assert not bad, f"repetitions back to back (seed: cells): {bad}"
+
+
+# --- parameters --------------------------------------------------------------------------
+
+
+def test_contract_defaults_fill_every_parameter() -> None:
+    got = params_of(expand(Matrix(name="t", targets=["gin"])))
+    assert got["hello"] == {}
+    assert got["sync"] == {"ms": 100}
+    assert got["gather"] == {"ms": 100, "n": 10}
+    assert got["cpu"] == {"n": 1_000_000}
+
+
+def test_global_override_applies_only_where_the_endpoint_takes_it() -> None:
+    got = params_of(expand(Matrix(name="t", targets=["gin"], params={"ms": 20})))
+    assert got["hello"] == {}
+    assert got["sync"] == {"ms": 20}
+    assert got["upstream-seq"] == {"ms": 20, "n": 10}
+    assert got["cpu"] == {"n": 1_000_000}  # takes n, not ms
+
+
+def test_per_endpoint_table_wins_over_global() -> None:
+    matrix = Matrix(
+        name="t", targets=["gin"], params={"n": 5, "ms": 30, "gather": {"n": 7}, "cpu": {"n": 9}}
+    )
+    got = params_of(expand(matrix))
+    assert got["gather"] == {"ms": 30, "n": 7}
+    assert got["sequential"] == {"ms": 30, "n": 5}
+    assert got["cpu"] == {"n": 9}
+    assert got["cpu-pool"] == {"n": 5}
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"ms": 10001}, "ms must be between 0 and 10000"),
+        ({"ms": -1}, "ms must be between 0 and 10000"),
+        ({"gather": {"n": 0}}, "gather: n must be between 1 and 100"),
+        ({"n": 101}, "n must be between 1 and 100"),
+        ({"cpu": {"n": 20_000_001}}, "cpu: n must be between 0 and 20000000"),
+        ({"ms": 1.5}, "ms must be an integer"),
+    ],
+)
+def test_overrides_are_bounds_checked(params: dict[str, Any], message: str) -> None:
+    with pytest.raises(MatrixError, match=message):
+        expand(Matrix(name="t", targets=["gin"], params=params))
+
+
+@pytest.mark.parametrize("value", ["100", True])
+def test_non_integer_override_is_a_matrix_error(value: Any) -> None:
+    with pytest.raises(MatrixError, match="ms must be an integer"):
+        expand(Matrix(name="t", targets=["gin"], endpoints=["sync"], params={"ms": value}))
+
+
+def test_override_that_no_chosen_endpoint_takes_is_ignored() -> None:
+    cells = expand(Matrix(name="t", targets=["gin"], endpoints=["hello"], params={"ms": 99999}))
+    assert [c.params for c in cells] == [()]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"repeat": 0}, "repeat must be at least 1"),
+        ({"vus": [10, 0]}, "vus must be at least 1"),
+        ({"rates": [0]}, "rate must be at least 1"),
+        ({"duration": "10"}, "duration must look like"),
+    ],
+)
+def test_bad_load_settings(changes: dict[str, Any], message: str) -> None:
+    matrix = Matrix(name="t", targets=["gin"], endpoints=["sync"])
+    for k, v in changes.items():
+        setattr(matrix, k, v)
+    with pytest.raises(MatrixError, match=message):
+        expand(matrix)
+
+
+# --- unknown names -----------------------------------------------------------------------
+
+
+def test_unknown_endpoint_lists_the_choices() -> None:
+    with pytest.raises(UnknownChoice) as err:
+        expand(Matrix(name="t", targets=["gin"], endpoints=["sync", "nope"]))
+    message = str(err.value)
+    assert "unknown endpoint 'nope'" in message
+    for e in BENCH:
+        assert e in message
+    assert "health" not in message and "info" not in message  # not benchmark endpoints
+
+
+def test_unknown_profile_lists_the_choices() -> None:
+    with pytest.raises(UnknownChoice) as err:
+        expand(Matrix(name="t", targets=["flask"], profiles=["nope"]))
+    message = str(err.value)
+    assert "unknown flask profile 'nope'" in message
+    flask = next(t for t in TARGETS if t.name == "flask")
+    for p in flask.profiles:
+        assert p in message
+
+
+def test_unknown_target_lists_the_choices() -> None:
+    with pytest.raises(UnknownChoice) as err:
+        expand(Matrix(name="t", targets=["nope"]))
+    message = str(err.value)
+    assert "unknown target 'nope'" in message
+    for t in TARGETS:
+        assert t.name in message
+
+
+def test_alias_names_the_target() -> None:
+    cells = expand(Matrix(name="t", targets=["go"], endpoints=["sync"]))
+    assert [(c.target, c.profile) for c in cells] == [("gin", "release")]
+
+
+# --- cells -------------------------------------------------------------------------------
+
+
+def test_cell_json_round_trip() -> None:
+    cells = expand(small(rates=[None, 25]), seed=5)
+    assert any(c.rate for c in cells)
+    for c in cells:
+        back = Cell.from_json(json.loads(json.dumps(c.to_json())))
+        assert back == c
+        assert back.id == c.id
+        assert hash(back) == hash(c)
+
+
+def test_cell_id_names_its_load() -> None:
+    closed = Cell("gin", "release", "gather", (("ms", 5), ("n", 3)), 10, None, "2s", 2)
+    opened = Cell("gin", "release", "gather", (("ms", 5), ("n", 3)), 10, 40, "2s", 2)
+    assert closed.id == "gin/release/gather?ms=5,n=3@vus=10#2"
+    assert opened.id == "gin/release/gather?ms=5,n=3@rate=40,vus=10#2"
+    assert closed.param("n") == 3
+    assert closed.param("nope") is None
+    assert closed.duration_s == 2.0
+
+
+def test_cell_ids_are_unique_across_every_dimension() -> None:
+    matrix = Matrix(name="t", profiles="all", vus=[1, 10], rates=[None, 5], duration="1s", repeat=2)
+    cells = expand(matrix, seed=9)
+    ids = [c.id for c in cells]
+    assert len(ids) == len(set(ids))
+    profiles = sum(len(t.profiles) for t in TARGETS)
+    assert len(cells) == profiles * len(BENCH) * 2 * 2 * 2
+
+
+def test_max_duration_is_read_and_checked() -> None:
+    from lab.matrix import from_toml
+
+    assert from_toml("m", {"max_duration": "6s"}).max_duration == "6s"
+    for bad in ("6", 6, "0s", "fast"):
+        with pytest.raises(MatrixError, match="max_duration"):
+            from_toml("m", {"max_duration": bad})
+
+
+def test_quick_matrix_fits_its_budget_with_every_target() -> None:
+    """The README promises < 10 minutes for `just bench-all` whatever targets exist: the
+    estimate (which counts each cell's overhead) plus the worst case of lengthening every
+    cell to the matrix's cap stays within it."""
+    from lab.matrix import parse_duration
+    from lab.run.runner import OVERHEAD_ESTIMATE_S, estimate_s
+    from lab.tools import docs
+
+    quick = load_matrix("quick")
+    cells = expand(quick)
+    assert {c.target for c in cells} == {t.name for t in discover()}
+    assert estimate_s(cells) < 10 * 60
+    # a lengthened cell runs to the cap, then k6 gives the requests in flight 3 s of grace
+    # (lab.js GRACEFUL_STOP): 9.0 s measured where 3 s were planned
+    extra = parse_duration(quick.max_duration) - parse_duration(quick.duration) + 3.0
+    python = [
+        c for c in cells if c.target in {t.name for t in discover() if t.language == "python"}
+    ]
+    # ~7-10 rps: Python's CPU cells (100 ms each), and every waiting cell the server serves
+    # with one slot per worker (CONTRACT.md's capacity table: W, and WORKERS=1 when pinned):
+    # 22 with today's 8 targets, the 22 a real run lengthened (20261122-171710)
+    table = docs.capacity_table()
+    slow = {c.id for c in python if c.endpoint in ("cpu", "cpu-pool")}
+    slow |= {
+        c.id
+        for c in cells
+        if table[(c.target, c.profile)].get(c.endpoint) == "W"
+        and (load()[c.endpoint].service_ms(dict(c.params)) or 0) > 0
+    }
+    assert estimate_s(cells) + extra * len(slow) < 10 * 60, (len(cells), OVERHEAD_ESTIMATE_S)
+
+
+def test_plan_starts_nothing_and_lists_every_cell(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    from lab import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", "bench-all", "--plan", "--out", str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    cells = expand(load_matrix("quick"))
+    assert lines[0].startswith(f"quick: {len(cells)} cells, about ")
+    assert "(nothing started)" in lines[0]
+    assert len([line for line in lines if "@vus=" in line]) == len(cells)
+    assert "at most 6 s" in lines[-1]
+    assert not (tmp_path / "out").exists()  # no run folder, no server
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """`lab bench-all --plan | head -1`: the pipe closes before lab writes; no traceback."""
+    import subprocess
+    import sys
+
+    from lab import ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab", "bench-all", "--plan"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    proc.stdout.close()  # no reader left: lab's first write fails with EPIPE
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (0, "")
