@@ -1,14 +1,27 @@
-"""One measured cell as a typed record: `CellResult` owns every column of results.csv, its
-type and its CSV form. The runner fills one, `RunDir.append` writes it, and `lab.report.groups` (the
-report, `lab compare`) reads it back with the same types. A column is added here, once."""
+"""A run's two records, typed. `CellResult` is one measured cell: it owns every column of
+results.csv, its type and its CSV form; the runner fills one, `RunDir.append` writes it and
+`lab.run.folder.read_rows` (the one reader of results.csv) reads it back with the same types. A
+column is added here, once. `RunMeta` is run.json: the run's provenance and state, its keys in
+the order the runner has always written them, and the one rule for a run whose runner is gone.
+
+Both sit here, in the top layer, rather than in lab.run.folder (which owns the folder they live
+in) because the supervisor (lab.proc.supervisor) marks a run `died` after a kill -9 of its
+runner, and lab.proc may not import lab.run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from dataclasses import dataclass, fields
+import os
+import platform
+import time
+from dataclasses import dataclass, field, fields
 from functools import cache
-from typing import Any, get_type_hints
+from pathlib import Path
+from typing import Any, get_args, get_type_hints
+
+import psutil
 
 
 @dataclass
@@ -91,15 +104,6 @@ class CellResult:
         cell = self.cell
         return cell.split("?", 1)[1].split("@", 1)[0] if "?" in cell else ""
 
-    def __getitem__(self, name: str) -> Any:
-        """Column access by name, as for the dict rows older callers pass around."""
-        if name not in _types():
-            raise KeyError(name)
-        return getattr(self, name)
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return getattr(self, name) if name in _types() else default
-
     def update(self, **values: Any) -> None:
         for name, value in values.items():
             if name not in _types():
@@ -166,3 +170,157 @@ def from_text(raw: str, kind: str) -> Any:
     if not math.isfinite(number):
         return None
     return int(number) if kind == "int" else number
+
+
+# --- run.json ---------------------------------------------------------------------------------
+
+RUN_JSON = "run.json"
+
+
+class NotAnObject(ValueError):
+    """run.json holds JSON, but not an object."""
+
+
+@dataclass
+class RunMeta:
+    """run.json, typed. A field is None when the file lacks its key (an older run, a broken
+    file). A key this version does not know, or a value of another JSON type than its field's,
+    is kept as read in `extra`, so that rewriting the file (marking it died, resuming it) loses
+    nothing. The keys keep the file's order; a key the file lacks follows in the order of the
+    fields below, which is the order the runner has always written them in."""
+
+    run_id: str | None = None
+    status: str | None = None  # running, complete, interrupted, failed or died
+    started_at: str | None = None
+    command: list[str] | None = None  # the lab command line, e.g. ["bench", "go", "sync"]
+    options: dict[str, Any] | None = None  # lab.run.runner.Options
+    matrix: dict[str, Any] | None = None  # the matrix the cells came from, with its seed
+    runner: dict[str, Any] | None = None  # who runs it: pid, started, host (runner_identity)
+    knobs: dict[str, str] | None = None  # WORKERS, THREADS, ... as the environment set them
+    cpus: dict[str, Any] | None = None  # {"server": [...], "k6": [...]}
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    machine: dict[str, Any] | None = None
+    versions: dict[str, Any] | None = None
+    servers: dict[str, Any] | None = None  # target/profile -> the first /info it answered
+    interpreters: dict[str, Any] | None = None  # lab.interpreters.used
+    cells: list[dict[str, Any]] | None = None  # every planned cell (lab.matrix.Cell.to_json)
+    loadgen: list[dict[str, Any]] | None = None  # k6's cost per request, when measured
+    finished_at: str | None = None
+    died: str | None = None  # why the run ended without its runner
+    extra: dict[str, Any] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list, repr=False)  # the keys as last read/written
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunMeta:
+        meta = cls(order=list(data))
+        kinds = _meta_kinds()
+        for key, value in data.items():
+            if key in kinds and isinstance(value, kinds[key]):
+                setattr(meta, key, value)
+            else:
+                meta.extra[key] = value
+        return meta
+
+    def to_json(self) -> dict[str, Any]:
+        values = {k: getattr(self, k) for k in _meta_kinds() if getattr(self, k) is not None}
+        values |= {k: v for k, v in self.extra.items() if k not in values}
+        keys = [k for k in self.order if k in values]
+        keys += [k for k in values if k not in keys]
+        return {k: values[k] for k in keys}
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunMeta:
+        """Raises OSError when run.json cannot be read, ValueError when it is not JSON
+        (NotAnObject when it is JSON but not an object)."""
+        data = json.loads((run_dir / RUN_JSON).read_text())
+        if not isinstance(data, dict):
+            raise NotAnObject("run.json is not an object")
+        return cls.from_json(data)
+
+    def write(self, run_dir: Path) -> None:
+        """Atomically: readers see the old run.json or the new one. On a full disk the old one
+        stays and no partial file is left beside it. The temporary file is the writer's own
+        (the supervisor may mark a run died while a resumed runner writes)."""
+        data = self.to_json()
+        tmp = run_dir / f"{RUN_JSON}.{os.getpid()}.tmp"
+        try:
+            with tmp.open("w") as f:
+                f.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            tmp.replace(run_dir / RUN_JSON)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        self.order = list(data)  # a key dropped since (died, on resume) comes back at the end
+
+
+@cache
+def _meta_kinds() -> dict[str, type]:
+    """run.json key -> the JSON type its field holds (str, bool, list or dict)."""
+    hints = get_type_hints(RunMeta)
+    kinds = {}
+    for f in fields(RunMeta):
+        if f.name in ("extra", "order"):
+            continue
+        kind = get_args(hints[f.name])[0]  # X of `X | None`
+        kinds[f.name] = getattr(kind, "__origin__", kind)  # list[str] -> list
+    return kinds
+
+
+def utc_now() -> str:
+    """Now, as every timestamp the lab writes is written (run.json, results.csv's started_at,
+    the run lock, processes.log): UTC to the second, e.g. 2030-01-02T03:04:05Z."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def runner_identity() -> dict[str, Any]:
+    """Who runs a run: enough to tell later whether that process is still alive."""
+    return {
+        "pid": os.getpid(),
+        "started": psutil.Process().create_time(),
+        "host": platform.node(),
+    }
+
+
+def runner_alive(meta: RunMeta) -> bool:
+    """Whether the process that runs this run still exists (same pid, same start time)."""
+    runner = meta.runner or {}
+    pid, started = runner.get("pid"), runner.get("started")
+    if not isinstance(pid, int) or runner.get("host", platform.node()) != platform.node():
+        return False
+    return same_process(pid, started)
+
+
+def same_process(pid: int, started: Any) -> bool:
+    """Whether `pid` is still the process that started at `started` (its create time): a pid
+    alone may have been reused by an unrelated process since."""
+    try:
+        return abs(psutil.Process(pid).create_time() - float(started)) < 1.0
+    except (psutil.Error, TypeError, ValueError):
+        return False
+
+
+def mark_died(run_dir: Path, ended_pid: int | None = None) -> RunMeta:
+    """The one rule for a run whose runner is gone: run.json, with a `running` run marked
+    `died` and why (on disk too). The supervisor passes the runner's pid, which it saw end (so
+    it knows when the run finished); any other reader asks whether the recorded runner still
+    lives. Raises what RunMeta.read raises; a write that fails leaves the file as it was."""
+    meta = RunMeta.read(run_dir)
+    if meta.status != "running":
+        return meta
+    if ended_pid is None:
+        if runner_alive(meta):
+            return meta
+        meta.died = "found without its runner: it was killed or its machine stopped"
+    else:
+        if (meta.runner or {}).get("pid") != ended_pid:
+            return meta  # another runner has resumed the run since
+        meta.finished_at = utc_now()
+        meta.died = f"the runner (pid {ended_pid}) ended without finishing the run"
+    meta.status = "died"
+    with contextlib.suppress(OSError):
+        meta.write(run_dir)
+    return meta

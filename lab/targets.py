@@ -1,13 +1,16 @@
 """Finds targets from their folders: every `<language>/<name>/target.toml` is a target named
-after its folder. Nothing here lists targets; adding a framework means adding a folder."""
+after its folder. Nothing here lists targets; adding a framework means adding a folder.
+`lab targets` prints what is found, with the contract's endpoints."""
 
 from __future__ import annotations
 
+import argparse
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab import ROOT
+from lab.contract import load as load_contract
 
 MANIFEST = "target.toml"
 
@@ -84,3 +87,25 @@ def find(name: str, targets: list[Target] | None = None) -> Target:
         if name == t.name or name in t.aliases:
             return t
     raise UnknownChoice("target", name, [t.name for t in targets])
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    """`lab targets`: every target with its profiles, then the contract's endpoints."""
+    contract = load_contract()
+    for t in discover():
+        alias = f" (alias: {', '.join(t.aliases)})" if t.aliases else ""
+        print(f"{t.name}{alias}  [{t.language}, {t.framework}]")
+        for p in t.profiles.values():
+            mark = "*" if p.name == t.default_profile else " "
+            print(f"  {mark} {p.name:<10} {p.description}")
+    print(f"\nendpoints (contract v{contract.version}):")
+    for e in contract.endpoints:
+        params = ", ".join(f"{p.name}={p.default} [{p.minimum}..{p.maximum}]" for p in e.params)
+        print(f"  {e.path:<14} {params:<48} {e.summary}")
+    print("\n* = default profile")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("targets", help="list targets, their profiles and the contract's endpoints")
+    p.set_defaults(run=cmd_targets)

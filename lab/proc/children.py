@@ -26,7 +26,8 @@ from typing import IO, Any
 
 import psutil
 
-from lab import ROOT
+from lab import ROOT, record
+from lab.record import utc_now
 
 # The parent-death signal follows the thread that forked: spawn from the main thread.
 _SETPRIV = shutil.which("setpriv")
@@ -58,7 +59,11 @@ class Session:
         return self
 
     def env(self) -> dict[str, str]:
-        return {"LAB_RUN": self.run_id, "LAB_RUNNER": str(os.getpid())}
+        return {
+            "LAB_RUN": self.run_id,
+            "LAB_RUNNER": str(os.getpid()),
+            "LAB_RUNNER_STARTED": repr(psutil.Process().create_time()),
+        }
 
     def _tell(self, line: str) -> None:
         if self.pipe is None:
@@ -68,7 +73,7 @@ class Session:
             self.pipe.flush()
 
     def _record(self, text: str) -> None:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        stamp = utc_now()
         # a full disk must not stop a child's clean-up
         with contextlib.suppress(OSError), self.log_path.open("a") as f:
             f.write(f"{stamp} {text}\n")
@@ -142,6 +147,23 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
 
 
+def tree(pid: int) -> list[psutil.Process]:
+    """The process and every process below it (none once it is gone)."""
+    try:
+        top = psutil.Process(pid)
+        return [top, *top.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def running(p: psutil.Process) -> bool:
+    """Not ended: a zombie has ended (its parent, or init, reaps it later)."""
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "is still running"
@@ -177,21 +199,15 @@ def tagged(run_id: str | None = None, exclude_runner: int | None = None) -> list
 
 
 def orphans(run_id: str | None = None) -> list[psutil.Process]:
-    """Tagged processes whose runner is gone."""
+    """Tagged processes whose runner is gone: no process with the runner's pid and start time
+    (any command: bench, bench-all, reproduce, a test's own runner)."""
     left = []
     for p in tagged(run_id):
         with contextlib.suppress(psutil.Error, OSError, ValueError):
-            runner = int(p.environ()["LAB_RUNNER"])
-            if not psutil.pid_exists(runner) or not _is_lab(runner):
+            env = p.environ()
+            if not record.same_process(int(env["LAB_RUNNER"]), env.get("LAB_RUNNER_STARTED")):
                 left.append(p)
     return left
-
-
-def _is_lab(pid: int) -> bool:
-    with contextlib.suppress(psutil.Error):
-        cmd = psutil.Process(pid).cmdline()
-        return "lab" in cmd and any(c in ("bench", "bench-all") for c in cmd)
-    return False
 
 
 def end(procs: list[psutil.Process], timeout: float = 2.0) -> list[int]:

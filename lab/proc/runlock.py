@@ -11,9 +11,10 @@ import fcntl
 import json
 import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from lab.record import utc_now
 
 DEFAULT = Path(tempfile.gettempdir()) / "concurrency-lab.lock"
 
@@ -33,7 +34,7 @@ class RunLock:
 
     def name(self, **holder: Any) -> None:
         """Say who holds the lock (read by the run it refuses)."""
-        text = json.dumps({"pid": os.getpid(), "since": _now(), **holder})
+        text = json.dumps({"pid": os.getpid(), "since": utc_now(), **holder})
         with contextlib.suppress(OSError):
             os.ftruncate(self.fd, 0)
             os.pwrite(self.fd, text.encode(), 0)
@@ -75,7 +76,3 @@ def _holder(fd: int) -> str:
         return "a run that is starting"
     run = f"run {data['run']} in {data.get('path', '?')}, " if data.get("run") else ""
     return f"{run}pid {data.get('pid', '?')}, since {data.get('since', '?')}"
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from lab.proc import children
+
 
 @dataclass
 class Usage:
@@ -34,11 +36,7 @@ class _Tree:
         self.ended: set[int] = set()  # those that were gone at a later sample
 
     def processes(self) -> list[psutil.Process]:
-        try:
-            top = psutil.Process(self.pid)
-            return [top, *top.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
+        return children.tree(self.pid)
 
     def _watch_workers(self, processes: list[psutil.Process]) -> None:
         """While the top lives, a worker (its child) that ends is news: it died, or was
@@ -46,9 +44,9 @@ class _Tree:
         live = set()
         for p in processes[1:]:
             with contextlib.suppress(psutil.Error):
-                if p.ppid() == self.pid and _running(p):
+                if p.ppid() == self.pid and children.running(p):
                     live.add(p.pid)
-        if processes and processes[0].pid == self.pid and _running(processes[0]):
+        if processes and processes[0].pid == self.pid and children.running(processes[0]):
             self.ended |= self.workers - live
         self.workers |= live
 
@@ -78,13 +76,6 @@ class _Tree:
 
     def cpu_seconds(self) -> float:
         return sum(self.last_cpu[pid] - self.start_cpu[pid] for pid in self.last_cpu)
-
-
-def _running(p: psutil.Process) -> bool:
-    try:
-        return p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def cpu_seconds(pid: int) -> float:

@@ -1,8 +1,12 @@
 """Runs one server process tree: build it, start it, wait until /health answers, stop it and
-prove nothing of it is left. Used by `just serve`, the conformance suite and the runner."""
+prove nothing of it is left. Used by `just serve`, the conformance suite and the runner; the
+`lab build` command (every target's build step and the upstream) is here too. What a server
+has alike with the database (lab/proc/database.py) is ProcessWithLog."""
 
 from __future__ import annotations
 
+import abc
+import argparse
 import contextlib
 import json
 import os
@@ -17,14 +21,14 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 import psutil
 
 from lab import ROOT
 from lab.contract import OPENAPI
 from lab.proc import children
-from lab.targets import Target
+from lab.targets import Target, discover
 from labkit import knobs
 
 HOST = "127.0.0.1"
@@ -52,6 +56,16 @@ def port_in_use(port: int, host: str = HOST) -> bool:
         except OSError:
             return True
         return False
+
+
+def wait_port_free(port: int, host: str, timeout: float) -> bool:
+    """Whether the port is free, waiting up to `timeout` s for it to be."""
+    deadline = time.monotonic() + timeout
+    while port_in_use(port, host):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def get_json(url: str, timeout: float = 5.0) -> tuple[int, Any]:
@@ -99,7 +113,61 @@ class StopReport:
         return not self.leftover and self.port_free
 
 
-class ServerProcess:
+class ProcessWithLog(abc.ABC):
+    """What a server (ServerProcess) and the database (lab.proc.database) have alike: a
+    process tree on host:port, started by start() and ended by stop() (a `with` block does
+    both), its output in a log file."""
+
+    name: str
+    host: str
+    port: int
+    proc: subprocess.Popen[bytes] | None
+    _log: IO[bytes] | None  # the log, open while the process runs
+
+    @property
+    @abc.abstractmethod
+    def log_path(self) -> Path | None: ...
+
+    @abc.abstractmethod
+    def start(self) -> Self: ...
+
+    @abc.abstractmethod
+    def stop(self) -> StopReport: ...
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tree(self) -> list[psutil.Process]:
+        """The process and every process below it."""
+        return children.tree(self.proc.pid) if self.proc else []
+
+    def _reaped(self) -> bool:
+        """A stop's last steps, once the tree has been ended: the top process waited for (at
+        most 2 s), the supervisor told, the log closed. Whether the port is free (within 2 s)."""
+        assert self.proc is not None
+        children.wait(self.proc, 2.0)
+        children.forget(self.proc, self.name)
+        if self._log:
+            self._log.close()
+            self._log = None
+        return wait_port_free(self.port, self.host, 2.0)
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The log's last lines ('' while there is none, or it cannot be read)."""
+        try:
+            text = self.log_path.read_text(errors="replace") if self.log_path else ""
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ServerProcess(ProcessWithLog):
     """One server's process tree, in its own session so that the whole group can be ended."""
 
     def __init__(
@@ -120,9 +188,13 @@ class ServerProcess:
         self.host = host
         self.port = port
         self.cpus = cpus
-        self.log_path = log or Path(tempfile.mkstemp(prefix=f"lab-{name}-", suffix=".log")[1])
+        self._log_path = log or Path(tempfile.mkstemp(prefix=f"lab-{name}-", suffix=".log")[1])
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self._log_path
 
     @property
     def url(self) -> str:
@@ -133,7 +205,7 @@ class ServerProcess:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, health_timeout: float = 30.0, show_output: bool = False) -> ServerProcess:
+    def start(self, health_timeout: float = 30.0, show_output: bool = False) -> Self:
         """Start and wait for /health. Output goes to the log file, or to ours with show_output.
         The server gets its own session: Ctrl-C reaches the lab, which stops it in order."""
         if port_in_use(self.port, self.host):
@@ -173,17 +245,6 @@ class ServerProcess:
             f"{self.name} did not answer /health within {timeout:.0f} s\n{self.log_tail()}"
         )
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def tree(self) -> list[psutil.Process]:
-        """The server and every process below it."""
-        try:
-            top = psutil.Process(self.pid)
-            return [top, *top.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
-
     def _group(self) -> list[int]:
         """Live processes in the server's process group (orphans keep their group)."""
         pids = []
@@ -208,7 +269,7 @@ class ServerProcess:
         # Not the top process itself: psutil would reap it behind Popen's back (exit code lost).
         below = [p for p in tree if p.pid != self.pid]
         _, alive = psutil.wait_procs(below, timeout=max(0.1, grace - (time.monotonic() - started)))
-        alive = [p for p in alive if _running(p)]  # a zombie has ended; init reaps it later
+        alive = [p for p in alive if children.running(p)]
         leftover = sorted({p.pid for p in alive} | set(self._group()))
         if self.proc.poll() is None:
             leftover = sorted({self.pid, *leftover})
@@ -220,42 +281,8 @@ class ServerProcess:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
-        children.wait(self.proc, 2.0)
-        children.forget(self.proc, self.name)
-        if self._log:
-            self._log.close()
-            self._log = None
-        port_free = _wait_port_free(self.port, self.host, 2.0)
+        port_free = self._reaped()
         return StopReport(self.proc.returncode, time.monotonic() - started, leftover, port_free)
-
-    def log_tail(self, lines: int = 20) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def __enter__(self) -> ServerProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def _running(p: psutil.Process) -> bool:
-    try:
-        return p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _wait_port_free(port: int, host: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while port_in_use(port, host):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _bin_dir() -> Path:
@@ -338,6 +365,22 @@ def build_upstream() -> Path:
     binary = BUILD_DIR / "upstream"
     run_build(("go", "build", "-o", str(binary), "./upstream"), UPSTREAM_SOURCE)
     return binary
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    """`lab build`: every target that has a build step (found from manifests), and the upstream."""
+    for t in discover():
+        if t.build:
+            run_build(tuple(fill(p, t) for p in t.build), t.folder)
+            print(f"built {t.name}")
+    build_upstream()
+    print("built upstream")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("build", help="build every target that needs it, and the upstream")
+    p.set_defaults(run=cmd_build)
 
 
 def upstream_server(

@@ -5,17 +5,18 @@ The runner writes "+PGID" for every process group it starts and "-PGID" once it 
 one. When the runner ends, however (kill -9 included), the kernel closes the pipe; the
 supervisor then SIGKILLs the groups still registered and every process tagged with
 LAB_RUNNER=RUNNER_PID (workers and pools that left no group behind), marks run.json `died`
-if it still says `running`, and exits. After a clean end there is nothing to do."""
+if it still says `running` (lab.record.mark_died, the rule readers of a run apply too), and
+exits. After a clean end there is nothing to do."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
+
+from lab import record
 
 
 def _tagged(runner: str) -> list[int]:
@@ -28,24 +29,6 @@ def _tagged(runner: str) -> list[int]:
             if f"LAB_RUNNER={runner}".encode() in env:
                 pids.append(int(entry))
     return pids
-
-
-def _mark_died(run_dir: Path, runner: str) -> None:
-    path = run_dir / "run.json"
-    with contextlib.suppress(OSError, ValueError):
-        meta = json.loads(path.read_text())
-        if meta.get("status") != "running" or str(meta.get("runner", {}).get("pid")) != runner:
-            return
-        meta["status"] = "died"
-        meta["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        meta["died"] = f"the runner (pid {runner}) ended without finishing the run"
-        tmp = run_dir / "run.json.supervisor-tmp"
-        try:
-            tmp.write_text(json.dumps(meta, indent=2) + "\n")
-            tmp.replace(path)
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
 
 
 def main(argv: list[str]) -> int:
@@ -67,7 +50,8 @@ def main(argv: list[str]) -> int:
     for pid in _tagged(runner):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    _mark_died(run_dir, runner)
+    with contextlib.suppress(OSError, ValueError):  # no run.json (yet), or a broken one
+        record.mark_died(run_dir, ended_pid=int(runner))  # the rule every reader applies too
     return 0
 
 

@@ -4,9 +4,12 @@ inline SVG), every chart again as a PNG in charts/, and summary.md (the headline
 
     just report [RUN]        (python -m lab report [RUN]) RUN: a run id, 'latest' or a folder
 
-The parts, one job each: sections.py selects the data of each section, templates/ and static/
-hold the prose, markup, CSS and JS, html.py renders them, figures.py writes the charts of
-lab/report/charts.py as SVG and PNG, summary.py writes summary.md.
+The parts, one job each: document.py lists the sections in order and builds the report
+(build() below loads it on first use, as it imports matplotlib), sections.py selects the data
+of each section, templates/ and static/ hold the prose, markup, CSS and JS, html.py renders
+them, figures.py writes the charts of lab/report/charts.py as SVG and PNG, summary.py writes
+summary.md; groups.py folds the repeats of each cell of the run that lab.run.folder reads
+back. `lab report` (its parser and function) is at the end of this file.
 
 To add a section, three pieces:
 
@@ -14,7 +17,7 @@ To add a section, three pieces:
    data (a dataclass, a list of them) or None to leave the section out, and draws its charts
    with `draw(slug, figure)` (a figure from lab/report/charts.py; it returns the Chart to show):
 
-       def posts(run: Run, draw: ChartWriter) -> list[Post] | None: ...
+       def posts(run: GroupedRun, draw: ChartWriter) -> list[Post] | None: ...
 
 2. templates/sections/<anchor>.html.j2, which gets the builder's value as `data`:
 
@@ -27,55 +30,46 @@ To add a section, three pieces:
    (filters: num, pct, percent, load_label, verdict_class, capacity, or_dash, as_text;
    macros: figure(chart) with the caption as its body, badge(verdict), kv(dict));
 
-3. one line `Section("<anchor>", builder)` in SECTIONS below, where the page should show it
-   (and the anchor in tests/unit/test_report.py's SECTIONS, which checks the page's order).
+3. one line `Section("<anchor>", builder)` in SECTIONS in document.py, where the page should
+   show it (and the anchor in tests/unit/test_report.py's SECTIONS, which checks the page's order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import argparse
 from pathlib import Path
-from typing import Any
 
-from lab.report import published, pythons, sections
-from lab.report.figures import ChartWriter
-from lab.report.groups import NOISY_CV, Run, read_run
-from lab.report.html import SCRIPT, render
-from lab.report.summary import summary_md
-
-__all__ = ["NOISY_CV", "SCRIPT", "SECTIONS", "Section", "build"]
-
-
-@dataclass(frozen=True)
-class Section:
-    anchor: str  # <section id>, the nav entry and templates/sections/<anchor>.html.j2
-    build: Callable[[Run, ChartWriter], Any]  # the template's `data`; None leaves it out
-
-
-SECTIONS = [
-    Section("published", published.claims),
-    Section("headline", sections.results),
-    Section("throughput", sections.throughput),
-    Section("fit", sections.fit),
-    Section("latency", sections.latency),
-    Section("efficiency", sections.efficiency),
-    Section("sweeps", sections.sweeps),
-    Section("canary", sections.canary),
-    Section("interpreters", pythons.interpreters),
-    Section("repeats", sections.repeats),
-    Section("errors", sections.errors),
-    Section("timelines", sections.timelines),
-    Section("provenance", sections.provenance),
-]
+from lab.arguments import add_command
+from lab.errors import UsageError
+from lab.run.folder import RunDir, resolve
 
 
 def build(run_dir: Path) -> Path:
-    """Write report.html, charts/*.png and summary.md into the run folder; returns the HTML."""
-    run = read_run(Path(run_dir))
-    draw = ChartWriter(run.path / "charts")
-    shown = [(s.anchor, data) for s in SECTIONS if (data := s.build(run, draw)) is not None]
-    out = run.path / "report.html"
-    out.write_text(render(sections.header(run), shown))
-    (run.path / "summary.md").write_text(summary_md(run))
-    return out
+    """Write report.html, charts/*.png and summary.md into the run folder; returns the HTML.
+    document.py is imported here, on first use: every `lab` command imports this package (for
+    the parsers of report, compare and reproduce), and document.py brings matplotlib."""
+    from lab.report import document
+
+    return document.build(run_dir)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write report.html (one self-contained file that works offline), charts/*.png and
+    summary.md into a run folder. bench-all does this at its end."""
+    try:
+        path = resolve(args.run_id)
+        RunDir(path).mark_if_died()  # a `running` run whose runner is gone says `died`
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(f"{args.run_id}: run.json is not readable ({exc})") from None
+    out = build(path)
+    print(f"report: {out}\nsummary: {path / 'summary.md'}\ncharts: {path / 'charts'}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = add_command(sub, "report", cmd_report, "write a run's report.html, charts and summary.md")
+    p.add_argument(
+        "run_id", nargs="?", default="latest", metavar="RUN", help="run id, 'latest', or a path"
+    )

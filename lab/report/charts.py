@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap, Normalize, to_hex, to_rgb
 from matplotlib.figure import Figure
@@ -112,17 +113,47 @@ def _from_zero(ax: Axes, axis: str, values: Sequence[float | None]) -> None:
     (ax.set_ylim if axis == "y" else ax.set_xlim)(0, high)
 
 
+class _GroupedBars:
+    """What the bar charts share: a group of bars per endpoint (category), one bar and one
+    colour per target/profile (series) in each, a value axis that goes logarithmic when the
+    values span LOG_SPAN, and a legend of the series with the chart's own markers after."""
+
+    def __init__(self, bars: Sequence[Bar], height: float) -> None:
+        self.bars = bars
+        self.categories = _unique([b.category for b in bars])
+        self.series = _unique([b.series for b in bars])
+        self.palette = dict(zip(self.series, colours(len(self.series)), strict=True))
+        self.width = 0.8 / max(len(self.series), 1)
+        size = (max(7.0, 0.9 + 0.22 * len(bars) + 0.3 * len(self.categories)), height)
+        self.fig, self.ax = plt.subplots(figsize=size)
+
+    def x(self, b: Bar) -> float:
+        """The middle of b's bar."""
+        i, j = self.categories.index(b.category), self.series.index(b.series)
+        return i - 0.4 + self.width * (j + 0.5)
+
+    def finish(self, ylabel: str, title: str, markers: list[Artist]) -> Figure:
+        ax, categories = self.ax, self.categories
+        if _wants_log([b.value for b in self.bars] + [b.predicted for b in self.bars]):
+            _log(ax, "y")
+        ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
+        ax.set_xlim(-0.6, len(categories) - 0.4)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        handles = [Patch(color=self.palette[s], label=s) for s in self.series] + markers
+        ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.grid(axis="x", visible=False)
+        self.fig.tight_layout()
+        return self.fig
+
+
 def throughput(bars: Sequence[Bar], title: str) -> Figure:
     """Grouped bars of measured rps per endpoint, one colour per target/profile; the model's
     prediction is a black tick over each bar. Hatched bars: the load generator was the limit."""
-    categories = _unique([b.category for b in bars])
-    series = _unique([b.series for b in bars])
-    palette = dict(zip(series, colours(len(series)), strict=True))
-    width = 0.8 / max(len(series), 1)
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.9 + 0.22 * len(bars) + 0.3 * len(categories)), 4.2))
+    chart = _GroupedBars(bars, 4.2)
+    ax, palette, width = chart.ax, chart.palette, chart.width
     for b in bars:
-        i, j = categories.index(b.category), series.index(b.series)
-        x = i - 0.4 + width * (j + 0.5)
+        x = chart.x(b)
         if b.value is not None:
             ax.bar(
                 x,
@@ -142,22 +173,12 @@ def throughput(bars: Sequence[Bar], title: str) -> Figure:
                 solid_capstyle="butt",
             )
             ax.plot(x, b.predicted, marker="D", markersize=3.5, color=PREDICTED)
-    if _wants_log([b.value for b in bars] + [b.predicted for b in bars]):
-        _log(ax, "y")
-    ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
-    ax.set_xlim(-0.6, len(categories) - 0.4)
-    ax.set_ylabel("requests per second")
-    ax.set_title(title)
-    handles = [Patch(color=palette[s], label=s) for s in series]
-    handles.append(
+    markers: list[Artist] = [
         matplotlib.lines.Line2D([], [], color=PREDICTED, marker="D", markersize=3.5, label="model")
-    )
+    ]
     if any(b.flagged for b in bars):
-        handles.append(Patch(facecolor="white", edgecolor="#555555", hatch="///", label="loadgen"))
-    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.grid(axis="x", visible=False)
-    fig.tight_layout()
-    return fig
+        markers.append(Patch(facecolor="white", edgecolor="#555555", hatch="///", label="loadgen"))
+    return chart.finish("requests per second", title, markers)
 
 
 def latency(spans: Sequence[Span], title: str) -> Figure:
@@ -314,33 +335,17 @@ def _nan(values: Sequence[float | None]) -> list[float]:
 def canary(bars: Sequence[Bar], title: str) -> Figure:
     """The /hello canary's p99 (bar) and p50 (white dot) while each endpoint was under load,
     one colour per target/profile. `value` is p99, `predicted` carries p50."""
-    categories = _unique([b.category for b in bars])
-    series = _unique([b.series for b in bars])
-    palette = dict(zip(series, colours(len(series)), strict=True))
-    width = 0.8 / max(len(series), 1)
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.9 + 0.22 * len(bars) + 0.3 * len(categories)), 4.0))
+    chart = _GroupedBars(bars, 4.0)
     for b in bars:
-        x = categories.index(b.category) - 0.4 + width * (series.index(b.series) + 0.5)
+        x = chart.x(b)
         if b.value is not None:
-            ax.bar(x, b.value, width * 0.92, color=palette[b.series])
+            chart.ax.bar(x, b.value, chart.width * 0.92, color=chart.palette[b.series])
         if b.predicted is not None:
-            ax.plot(x, b.predicted, marker="o", markersize=4, color="white", mec="#222222")
-    if _wants_log([b.value for b in bars] + [b.predicted for b in bars]):
-        _log(ax, "y")
-    ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
-    ax.set_xlim(-0.6, len(categories) - 0.4)
-    ax.set_ylabel("/hello latency while loaded (ms)")
-    ax.set_title(title)
-    handles = [Patch(color=palette[s], label=s) for s in series]
-    handles.append(
-        matplotlib.lines.Line2D(
-            [], [], marker="o", color="white", mec="#222222", linestyle="", label="p50"
-        )
+            chart.ax.plot(x, b.predicted, marker="o", markersize=4, color="white", mec="#222222")
+    p50 = matplotlib.lines.Line2D(
+        [], [], marker="o", color="white", mec="#222222", linestyle="", label="p50"
     )
-    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.grid(axis="x", visible=False)
-    fig.tight_layout()
-    return fig
+    return chart.finish("/hello latency while loaded (ms)", title, [p50])
 
 
 def timeline(requests: Sequence[Request], title: str) -> Figure:

@@ -1,11 +1,16 @@
 """Compares two runs cell by cell: the change in throughput and p95 latency, and whether it
-exceeds the noise the runs themselves measured (their repetitions' spread)."""
+exceeds the noise the runs themselves measured (their repetitions' spread). `lab compare RUN_A
+RUN_B` (`just compare`) is at the end of this file."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from lab.report.groups import NOISY_CV, Group, read_run
+from lab.arguments import add_command
+from lab.errors import UsageError
+from lab.report.groups import NOISY_CV, Group, read_grouped
+from lab.run.folder import resolve
 
 # Without repetitions a run says nothing about its own noise; assume the level above which
 # repeated cells count as noisy.
@@ -15,7 +20,7 @@ NOISE_SIGMAS = 2.0  # a change counts when it exceeds twice the combined noise
 
 def stats(run: Path) -> dict[str, Group]:
     """The run's cells that have a measurement, by id without the #repeat suffix."""
-    return {g.key: g for g in read_run(run).groups if g.ok}
+    return {g.key: g for g in read_grouped(run).groups if g.ok}
 
 
 def compare(a: Path, b: Path) -> list[dict[str, object]]:
@@ -60,3 +65,20 @@ def table(rows: list[dict[str, object]]) -> str:
         f"CHANGED = |Δrps| > {NOISE_SIGMAS:g} x noise."
     )
     return "\n".join(lines)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Per cell: the change in rps and p95 from RUN_A to RUN_B, and whether it exceeds the
+    noise (repetitions' CV) measured in those runs."""
+    try:
+        a, b = (resolve(r) for r in (args.run_a, args.run_b))
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    print(table(compare(a, b)))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = add_command(sub, "compare", cmd_compare, "compare two runs cell by cell")
+    p.add_argument("run_a", help="run id under results/, 'latest', or a path")
+    p.add_argument("run_b", help="run id under results/, 'latest', or a path")

@@ -1,21 +1,18 @@
-"""A run folder read back: results.csv parsed into rows, the repetitions of each cell folded
-into groups (median, CV), run.json and the per-request timelines. The report and
-`lab compare` both read runs through here."""
+"""A run read back (lab.run.folder.read_run) with the repetitions of each cell folded into
+groups (median, CV): what the report and `lab compare` read."""
 
 from __future__ import annotations
 
-import csv
-import json
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from lab import model
 from lab.contract import load as load_contract
 from lab.matrix import python_of, python_suffix
-from lab.record import CellResult
+from lab.record import CellResult, RunMeta
+from lab.run.folder import Run, read_run
 
 # Repeats of one cell whose throughput varies more than this (coefficient of variation: the
 # sample standard deviation of their rps over its mean) are flagged noisy. Back-to-back runs on
@@ -112,23 +109,6 @@ class Group:
         return self._med(lambda r: getattr(r, name))
 
 
-@dataclass
-class Run:
-    path: Path
-    meta: dict[str, Any]
-    rows: list[Row]
-    groups: list[Group]
-    timelines: list[tuple[str, dict[str, Any] | None]]  # (file name, data or None if unreadable)
-    problems: list[str]
-
-
-def read_rows(csv_path: Path) -> list[Row]:
-    if not csv_path.is_file():
-        return []
-    with csv_path.open(newline="") as f:
-        return [CellResult.from_csv(d) for d in csv.DictReader(f) if d.get("cell")]
-
-
 def _endpoint_order() -> list[str]:
     try:
         return load_contract().names()
@@ -136,12 +116,12 @@ def _endpoint_order() -> list[str]:
         return []  # the report still works, in the order the CSV has
 
 
-def group(rows: list[Row], meta: dict[str, Any]) -> list[Group]:
+def group(rows: list[Row], meta: RunMeta) -> list[Group]:
     """Rows folded by cell, ordered as the matrix lists targets and the contract endpoints."""
     groups: dict[str, Group] = {}
     for r in rows:
         groups.setdefault(r.key, Group(r.key)).rows.append(r)
-    cells = [c for c in meta.get("cells") or [] if isinstance(c, dict)]
+    cells = [c for c in meta.cells or [] if isinstance(c, dict)]
     planned = [f"{c.get('target')}/{c.get('profile')}" for c in cells]
     series = list(dict.fromkeys([*planned, *(g.series for g in groups.values())]))
     endpoints = list(dict.fromkeys([*_endpoint_order(), *(r.endpoint for r in rows)]))
@@ -158,21 +138,14 @@ def group(rows: list[Row], meta: dict[str, Any]) -> list[Group]:
     )
 
 
-def read_run(path: Path) -> Run:
-    problems: list[str] = []
-    try:
-        meta = json.loads((path / "run.json").read_text())
-    except (OSError, ValueError) as exc:
-        meta = {}
-        problems.append(f"run.json could not be read ({exc}); provenance is missing")
-    if not isinstance(meta, dict):
-        meta, problems = {}, [*problems, "run.json is not an object; provenance is missing"]
-    rows = read_rows(path / "results.csv")
-    timelines: list[tuple[str, dict[str, Any] | None]] = []
-    for file in sorted((path / "timelines").glob("*.json")):
-        try:
-            data = json.loads(file.read_text())
-            timelines.append((file.name, data if isinstance(data, dict) else None))
-        except (OSError, ValueError):
-            timelines.append((file.name, None))
-    return Run(path, meta, rows, group(rows, meta), timelines, problems)
+@dataclass
+class GroupedRun(Run):
+    """A run read back, and its rows folded into groups in the report's order."""
+
+    groups: list[Group] = field(default_factory=list)
+
+
+def read_grouped(path: Path) -> GroupedRun:
+    run = read_run(path)
+    groups = group(run.rows, run.meta)
+    return GroupedRun(run.path, run.meta, run.rows, run.timelines, run.problems, groups)

@@ -20,22 +20,27 @@ A claim with `minus` compares the difference between two cells (what a third cal
 A reading may name this run's numbers: {measured}, {predicted}, {published} (in the claim's
 unit), {gap} (measured - predicted), {per_request_ms} (total_s: the gap per request, in ms),
 {factor} (published / measured).
+
+`lab reproduce POST` (`just reproduce`) is bench-all of the post's matrix: its parser and
+function are at the end of this file.
 """
 
 from __future__ import annotations
 
-import csv
-import json
+import argparse
 import math
 import statistics
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from lab.arguments import add_command
 from lab.contract import load as load_contract
 from lab.matrix import Matrix, MatrixError, load_matrix, names, spec_cell
+from lab.record import CellResult
+from lab.run import bench
+from lab.run.folder import Run
 from lab.targets import UnknownChoice, discover
 
 METRICS = ("rps", "latency_ms", "latency_s", "makespan_s", "total_s")
@@ -174,48 +179,42 @@ def cell_keys(matrix: Matrix) -> dict[str, str]:
 # --- measured ---------------------------------------------------------------------------------
 
 
-def _float(value: str | None) -> float | None:
-    try:
-        number = float(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-    return number if number is not None and math.isfinite(number) else None
+Getter = Callable[[CellResult], float | None]
 
 
-def read_results(csv_path: Path) -> dict[str, list[dict[str, str]]]:
-    """results.csv rows that measured something, by cell key (repeats together)."""
-    by_key: dict[str, list[dict[str, str]]] = {}
-    if not csv_path.is_file():
-        return by_key
-    with csv_path.open(newline="") as f:
-        for row in csv.DictReader(f):
-            if row.get("cell") and row.get("status") == "ok":
-                by_key.setdefault(row["cell"].rsplit("#", 1)[0], []).append(row)
+def ok_by_key(rows: list[CellResult]) -> dict[str, list[CellResult]]:
+    """The rows that measured something (status ok), by cell key (repeats together)."""
+    by_key: dict[str, list[CellResult]] = {}
+    for row in rows:
+        if row.status == "ok":
+            by_key.setdefault(row.key, []).append(row)
     return by_key
 
 
-def _median(rows: list[dict[str, str]], get: Callable[[dict[str, str]], float | None]):
+def _median(rows: list[CellResult], get: Getter) -> float | None:
     values = [v for v in (get(r) for r in rows) if v is not None]
     return statistics.median(values) if values else None
 
 
-def _per_request_s(column: str) -> Callable[[dict[str, str]], float | None]:
-    return lambda r: None if (v := _float(r.get(column))) is None else v / 1000
+def _column(column: str) -> Getter:
+    return lambda r: getattr(r, column)
 
 
-def _inverse(column: str, per: int) -> Callable[[dict[str, str]], float | None]:
-    return lambda r: per / v if (v := _float(r.get(column))) else None
+def _per_request_s(column: str) -> Getter:
+    return lambda r: None if (v := getattr(r, column)) is None else v / 1000
 
 
-def _getters(claim: Claim) -> tuple[Callable, Callable]:
+def _inverse(column: str, per: int) -> Getter:
+    return lambda r: per / v if (v := getattr(r, column)) else None
+
+
+def _getters(claim: Claim) -> tuple[Getter, Getter]:
     """(measured, predicted) for one row, in the claim's unit."""
     match claim.metric:
         case "rps":
-            return (lambda r: _float(r.get("rps"))), (lambda r: _float(r.get("predicted_rps")))
+            return _column("rps"), _column("predicted_rps")
         case "latency_ms":
-            return (lambda r: _float(r.get("lat_avg_ms"))), (
-                lambda r: _float(r.get("predicted_latency_ms"))
-            )
+            return _column("lat_avg_ms"), _column("predicted_latency_ms")
         case "latency_s":
             return _per_request_s("lat_avg_ms"), _per_request_s("predicted_latency_ms")
         case "makespan_s":
@@ -226,7 +225,7 @@ def _getters(claim: Claim) -> tuple[Callable, Callable]:
 
 
 def measure(
-    claims: list[Claim], keys: dict[str, str], results: dict[str, list[dict[str, str]]]
+    claims: list[Claim], keys: dict[str, str], results: dict[str, list[CellResult]]
 ) -> list[Line]:
     """Each claim with its measured and predicted value from this run's rows."""
     lines = []
@@ -256,19 +255,17 @@ class Reproduction:
     lines: list[Line]
 
 
-def from_run(run_path: Path) -> Reproduction | None:
+def from_run(run: Run) -> Reproduction | None:
     """The claims of the post a run re-created (from its run.json), measured by its rows;
     None when the run did not re-create a post."""
-    try:
-        meta = json.loads((run_path / "run.json").read_text())
-        raw = meta["matrix"]
-        matrix = Matrix(name=raw["name"], cells=raw.get("cells") or [], post=raw.get("post") or {})
-    except (OSError, ValueError, KeyError, TypeError):
+    raw = run.meta.matrix or {}
+    if "name" not in raw:  # an older or broken run.json
         return None
+    matrix = Matrix(name=raw["name"], cells=raw.get("cells") or [], post=raw.get("post") or {})
     if not is_post(matrix):
         return None
     claims = claims_of(matrix)
-    lines = measure(claims, cell_keys(matrix), read_results(run_path / "results.csv"))
+    lines = measure(claims, cell_keys(matrix), ok_by_key(run.rows))
     return Reproduction(post_of(matrix), lines)
 
 
@@ -340,3 +337,36 @@ def markdown(rep: Reproduction) -> str:
     for line in rep.lines:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells_of(line)) + " |")
     return "\n".join(lines) + "\n"
+
+
+# --- the command: `lab reproduce [POST]` ---------------------------------------------------
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """Re-create a widely read post's experiment with the lab's endpoints and print, per
+    published figure, what the post published, what this machine measures and what the
+    capacity model predicts. The same as bench-all --matrix POST."""
+    if args.post is None:
+        print("posts the lab re-creates (just reproduce POST):")
+        for name in posts():
+            matrix = load_matrix(name)
+            post = post_of(matrix)
+            claims = len(claims_of(matrix))
+            print(f"  {name:<14} {post.citation}: {len(matrix.cells)} cells, {claims} figures")
+        return 0
+    matrix = load_post(args.post)
+    claims_of(matrix)  # a broken post file: one line before anything starts
+    # run.json records the bench-all it is, so an interrupted reproduction resumes as one
+    argv = ["bench-all", "--matrix", args.post, *bench.run_flags(args)]
+    return bench.run(bench.bench_all_arguments(argv[1:]), all_targets=True, argv=argv)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = add_command(
+        sub,
+        "reproduce",
+        cmd_reproduce,
+        "re-run a published post's experiment (no name: list the posts)",
+    )
+    p.add_argument("post", nargs="?", help="the post's name; omit it to list them")
+    bench.run_arguments(p)

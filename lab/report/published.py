@@ -5,12 +5,11 @@ predicts, one reading per claim. Left out of every other run's report."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from lab.matrix import MatrixError
 from lab.report import posts
 from lab.report.figures import ChartWriter
-from lab.report.groups import Run
+from lab.report.groups import GroupedRun
 
 
 @dataclass(frozen=True)
@@ -22,15 +21,15 @@ class Claims:
     problem: str = ""  # run.json's claims could not be read: say so, keep the rest
 
 
-def _reproduction(run_path: Path) -> posts.Reproduction | str | None:
+def _reproduction(run: GroupedRun) -> posts.Reproduction | str | None:
     try:
-        return posts.from_run(run_path)
+        return posts.from_run(run)
     except (MatrixError, LookupError) as exc:  # a hand-edited run.json
         return f"the post's claims in run.json could not be read: {exc}"
 
 
-def claims(run: Run, draw: ChartWriter) -> Claims | None:
-    rep = _reproduction(run.path)
+def claims(run: GroupedRun, draw: ChartWriter) -> Claims | None:
+    rep = _reproduction(run)
     if rep is None:
         return None
     if isinstance(rep, str):
@@ -39,8 +38,8 @@ def claims(run: Run, draw: ChartWriter) -> Claims | None:
     return Claims(rep.post.citation, rep.post.experiment, list(posts.HEAD), rows)
 
 
-def markdown(run: Run) -> str:
-    rep = _reproduction(run.path)
+def markdown(run: GroupedRun) -> str:
+    rep = _reproduction(run)
     if rep is None:
         return ""
     if isinstance(rep, str):

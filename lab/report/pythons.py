@@ -8,16 +8,16 @@ facts from run.json's `interpreters` and the rows' python, python_impl and gil c
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 
 from lab.interpreters import how_to_get, version_key
 from lab.matrix import python_of, python_suffix
+from lab.record import to_text
 from lab.report import charts
 from lab.report.compare import ASSUMED_CV, NOISE_SIGMAS
 from lab.report.figures import Chart, ChartWriter
 from lab.report.format import plain
-from lab.report.groups import Group, Run
+from lab.report.groups import Group, GroupedRun
 from lab.report.sections import endpoint_labels
 
 Load = tuple[int, int]
@@ -75,17 +75,10 @@ class Interpreters:
         return self.labels[0] if self.labels else ""
 
 
-def _csv_interpreters(run: Run) -> dict[str, tuple[str, str, str]]:
-    """cell id -> (python, python_impl, gil) as the rows recorded them (older runs: none)."""
-    path = run.path / "results.csv"
-    if not path.is_file():
-        return {}
-    with path.open(newline="") as f:
-        return {
-            d["cell"]: (d.get("python") or "", d.get("python_impl") or "", d.get("gil") or "")
-            for d in csv.DictReader(f)
-            if d.get("cell") and d.get("python")
-        }
+def _csv_interpreters(run: GroupedRun) -> dict[str, tuple[str, str, str]]:
+    """cell id -> (python, python_impl, gil as "true", "false" or "") as the rows recorded
+    them (older runs: none)."""
+    return {r.cell: (r.python, r.python_impl, to_text(r.gil)) for r in run.rows if r.python}
 
 
 def _label(version: str, free_threaded: bool) -> str:
@@ -104,9 +97,9 @@ def _gil_text(values: list[str]) -> str:
     return f"off in {off} of {on + off} cells"
 
 
-def _used(run: Run) -> list[Interpreter]:
+def _used(run: GroupedRun) -> list[Interpreter]:
     """Every interpreter the run's Python cells ran on, oldest first."""
-    record = run.meta.get("interpreters") or {}
+    record = run.meta.interpreters or {}
     known = {i["label"]: i for i in record.get("used", []) if isinstance(i, dict) and "label" in i}
     recorded = _csv_interpreters(run)
     seen: dict[str, list[tuple[str, str, str]]] = {}
@@ -120,7 +113,7 @@ def _used(run: Run) -> list[Interpreter]:
     for label in known:
         seen.setdefault(label, [])
     if not seen:  # a run from before the interpreter record: what its servers' /info said
-        for key, info in (run.meta.get("servers") or {}).items():
+        for key, info in (run.meta.servers or {}).items():
             if isinstance(info, dict) and info.get("language") == "python":
                 version = str(info.get("language_version", "?"))
                 gil = info.get("gil_enabled")
@@ -150,7 +143,7 @@ def _used(run: Run) -> list[Interpreter]:
     return out
 
 
-def free_threaded_note(run: Run, used: list[Interpreter]) -> str:
+def free_threaded_note(run: GroupedRun, used: list[Interpreter]) -> str:
     threaded = [i for i in used if i.free_threaded]
     if threaded:
         return (
@@ -162,8 +155,8 @@ def free_threaded_note(run: Run, used: list[Interpreter]) -> str:
             )
             + "."
         )
-    record = run.meta.get("interpreters")
-    if not isinstance(record, dict):
+    record = run.meta.interpreters
+    if record is None:
         return "This run did not record which interpreters were set up (it predates the record)."
     ready = [i.get("label") for i in record.get("available", []) if isinstance(i, dict)]
     ready_ft = [str(x) for x in ready if str(x).endswith("t")]
@@ -202,7 +195,7 @@ def _ratio(base: Group | None, other: Group | None) -> Ratio | None:
     return Ratio(rps, p95, abs(rps - 1) > NOISE_SIGMAS * noise)
 
 
-def interpreters(run: Run, draw: ChartWriter | None) -> Interpreters | None:
+def interpreters(run: GroupedRun, draw: ChartWriter | None) -> Interpreters | None:
     """The section; None when the run has no Python cell at all. draw=None: no chart."""
     used = _used(run)
     if not used:
@@ -248,7 +241,7 @@ def interpreters(run: Run, draw: ChartWriter | None) -> Interpreters | None:
     return Interpreters(used, labels, rows, chart, free_threaded_note(run, used))
 
 
-def interpreters_md(run: Run) -> list[str]:
+def interpreters_md(run: GroupedRun) -> list[str]:
     """summary.md's part: the interpreters, the free-threaded note, the side-by-side table."""
     data = interpreters(run, None)
     if data is None:

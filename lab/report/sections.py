@@ -9,14 +9,17 @@ and gets the returned value as `data`. The order of the page is SECTIONS in lab/
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from matplotlib.figure import Figure
 
 from lab import model
 from lab.report import charts
 from lab.report.figures import Chart, ChartWriter
 from lab.report.format import load_label, load_slug
-from lab.report.groups import Group, Run
+from lab.report.groups import Group, GroupedRun
 
 Load = tuple[int, int]  # (rate, vus); rate 0 = closed model
 
@@ -43,7 +46,7 @@ def by_load(groups: list[Group]) -> dict[Load, list[Group]]:
     return {k: [g for g in groups if g.load == k] for k in levels}
 
 
-def measured(run: Run) -> list[Group]:
+def measured(run: GroupedRun) -> list[Group]:
     return [g for g in run.groups if g.ok]
 
 
@@ -66,29 +69,29 @@ class Header:
     loadgen_bound: list[str]  # cell keys
 
 
-def header(run: Run) -> Header:
+def header(run: GroupedRun) -> Header:
     meta = run.meta
     verdicts: dict[str, int] = {}
     for g in run.groups:
         verdicts[g.verdict] = verdicts.get(g.verdict, 0) + 1
     return Header(
         run_id=run_id(run),
-        status=str(meta.get("status", "unknown")),
-        matrix=meta.get("matrix") or {},
-        started_at=str(meta.get("started_at", "-")),
-        finished_at=str(meta.get("finished_at", "(not finished)")),
+        status="unknown" if meta.status is None else meta.status,
+        matrix=meta.matrix or {},
+        started_at="-" if meta.started_at is None else meta.started_at,
+        finished_at="(not finished)" if meta.finished_at is None else meta.finished_at,
         measured=len(run.rows),
-        planned=len(meta.get("cells", [])) or len(run.rows),
+        planned=len(meta.cells or []) or len(run.rows),
         errors=sum(r.status != "ok" for r in run.rows),
         verdicts=list(verdicts.items()),
-        command=" ".join(map(str, meta.get("command", []))),
+        command=" ".join(map(str, meta.command or [])),
         problems=run.problems,
         loadgen_bound=[g.key for g in run.groups if g.loadgen_bound],
     )
 
 
-def run_id(run: Run) -> str:
-    return str(run.meta.get("run_id", run.path.name))
+def run_id(run: GroupedRun) -> str:
+    return run.path.name if run.meta.run_id is None else run.meta.run_id
 
 
 # --- results --------------------------------------------------------------------------------
@@ -132,7 +135,7 @@ def bound_text(g: Group) -> str:
     return text
 
 
-def results(run: Run, draw: ChartWriter) -> list[ResultRow]:
+def results(run: GroupedRun, draw: ChartWriter) -> list[ResultRow]:
     """One row per cell (repeats folded to their median). Always shown, even when empty."""
     labels = endpoint_labels(run.groups)
     return [
@@ -164,7 +167,7 @@ class Fit:
     cells: int
 
 
-def fit(run: Run, draw: ChartWriter) -> Fit | None:
+def fit(run: GroupedRun, draw: ChartWriter) -> Fit | None:
     """Predicted vs measured throughput of every modelled cell, log-log, with the band."""
     points = [
         charts.Point(f"{g.series} {g.first.endpoint}", pred, g.rps, g.bound)
@@ -210,25 +213,34 @@ class Level:
     rows: list[Any] = field(default_factory=list)
 
 
-def throughput(run: Run, draw: ChartWriter) -> list[Level] | None:
-    ok = measured(run)
-    labels = endpoint_labels(ok)
+# A load level's chart and its rows (for the table), from the level's label, its groups and
+# their endpoint labels.
+LevelBuilder = Callable[[str, list[Group], dict[str, str]], tuple[Figure, list[Any]]]
+
+
+def per_load(groups: list[Group], draw: ChartWriter, name: str, build: LevelBuilder) -> list[Level]:
+    """A Level per load level of `groups`, in ascending order; its chart is NAME-<load>."""
+    labels = endpoint_labels(groups)
     levels = []
-    for load, groups in by_load(ok).items():
+    for load, at_load in by_load(groups).items():
+        fig, rows = build(load_label(load), at_load, labels)
+        levels.append(Level(load, draw(f"{name}-{load_slug(load)}", fig), rows))
+    return levels
+
+
+def throughput(run: GroupedRun, draw: ChartWriter) -> list[Level] | None:
+    def level(at: str, groups: list[Group], labels: dict[str, str]) -> tuple[Figure, list[Any]]:
         bars = [
             charts.Bar(g.series, labels[g.key], g.rps, g.stat("predicted_rps"), g.loadgen_bound)
             for g in groups
         ]
-        fig = charts.throughput(bars, f"throughput at {load_label(load)}")
-        levels.append(Level(load, draw(f"throughput-{load_slug(load)}", fig)))
-    return levels or None
+        return charts.throughput(bars, f"throughput at {at}"), []
+
+    return per_load(measured(run), draw, "throughput", level) or None
 
 
-def latency(run: Run, draw: ChartWriter) -> list[Level] | None:
-    ok = measured(run)
-    labels = endpoint_labels(ok)
-    levels = []
-    for load, groups in by_load(ok).items():
+def latency(run: GroupedRun, draw: ChartWriter) -> list[Level] | None:
+    def level(at: str, groups: list[Group], labels: dict[str, str]) -> tuple[Figure, list[Any]]:
         rows = [
             LatencyRow(
                 g.series,
@@ -244,24 +256,20 @@ def latency(run: Run, draw: ChartWriter) -> list[Level] | None:
             charts.Span(f"{r.series} · {r.endpoint}", r.p50, r.p95, r.p99, r.predicted)
             for r in rows
         ]
-        fig = charts.latency(spans, f"latency percentiles at {load_label(load)}")
-        levels.append(Level(load, draw(f"latency-{load_slug(load)}", fig), rows))
-    return levels or None
+        return charts.latency(spans, f"latency percentiles at {at}"), rows
+
+    return per_load(measured(run), draw, "latency", level) or None
 
 
-def efficiency(run: Run, draw: ChartWriter) -> list[Level] | None:
-    ok = measured(run)
-    labels = endpoint_labels(ok)
-    levels = []
-    for load, groups in by_load(ok).items():
+def efficiency(run: GroupedRun, draw: ChartWriter) -> list[Level] | None:
+    def level(at: str, groups: list[Group], labels: dict[str, str]) -> tuple[Figure, list[Any]]:
         series = list(dict.fromkeys(g.series for g in groups))
         columns = list(dict.fromkeys(labels[g.key] for g in groups))
         cells = {(g.series, labels[g.key]): (g.efficiency, g.loadgen_bound) for g in groups}
-        fig = charts.efficiency_heatmap(
-            series, columns, cells, f"efficiency at {load_label(load)}", model.TOLERANCE
-        )
-        levels.append(Level(load, draw(f"efficiency-{load_slug(load)}", fig)))
-    return levels or None
+        title = f"efficiency at {at}"
+        return charts.efficiency_heatmap(series, columns, cells, title, model.TOLERANCE), []
+
+    return per_load(measured(run), draw, "efficiency", level) or None
 
 
 @dataclass(frozen=True)
@@ -270,7 +278,7 @@ class Sweep:
     chart: Chart
 
 
-def sweeps(run: Run, draw: ChartWriter) -> list[Sweep] | None:
+def sweeps(run: GroupedRun, draw: ChartWriter) -> list[Sweep] | None:
     """Closed-model cells measured at two or more VU levels, one chart per endpoint."""
     by_series: dict[tuple[str, str, str], list[Group]] = {}
     for g in measured(run):
@@ -305,19 +313,18 @@ class Canary:
     levels: list[Level]  # empty: no canary data in this run
 
 
-def canary(run: Run, draw: ChartWriter) -> Canary:
-    with_canary = [g for g in measured(run) if g.stat("canary_p99_ms") is not None]
-    labels = endpoint_labels(with_canary)
-    levels = []
-    for load, groups in by_load(with_canary).items():
+def canary(run: GroupedRun, draw: ChartWriter) -> Canary:
+    def level(at: str, groups: list[Group], labels: dict[str, str]) -> tuple[Figure, list[Any]]:
         rows = [
             CanaryRow(g.series, labels[g.key], g.stat("canary_p50_ms"), g.stat("canary_p99_ms"))
             for g in groups
         ]
         bars = [charts.Bar(r.series, r.endpoint, r.p99, r.p50) for r in rows]
-        fig = charts.canary(bars, f"/hello canary latency at {load_label(load)}")
-        levels.append(Level(load, draw(f"canary-{load_slug(load)}", fig), rows))
-    return Canary((run.meta.get("options") or {}).get("canary_rate"), levels)
+        return charts.canary(bars, f"/hello canary latency at {at}"), rows
+
+    with_canary = [g for g in measured(run) if g.stat("canary_p99_ms") is not None]
+    levels = per_load(with_canary, draw, "canary", level)
+    return Canary((run.meta.options or {}).get("canary_rate"), levels)
 
 
 # --- tables ---------------------------------------------------------------------------------
@@ -335,7 +342,7 @@ class RepeatRow:
     noisy: bool
 
 
-def repeats(run: Run, draw: ChartWriter) -> list[RepeatRow] | None:
+def repeats(run: GroupedRun, draw: ChartWriter) -> list[RepeatRow] | None:
     rows = [
         RepeatRow(
             key=g.key,
@@ -360,7 +367,7 @@ class ErrorRow:
     error: str
 
 
-def errors(run: Run, draw: ChartWriter) -> list[ErrorRow]:
+def errors(run: GroupedRun, draw: ChartWriter) -> list[ErrorRow]:
     """Always shown: an empty list says every cell was measured."""
     return [ErrorRow(r.cell, r.status, r.error) for r in run.rows if r.status != "ok"]
 
@@ -376,7 +383,7 @@ class Timeline:
     processes: int = 0
 
 
-def timelines(run: Run, draw: ChartWriter) -> list[Timeline] | None:
+def timelines(run: GroupedRun, draw: ChartWriter) -> list[Timeline] | None:
     found = []
     for i, (name, data) in enumerate(run.timelines, 1):
         try:
@@ -424,21 +431,23 @@ class Provenance:
     run_json: str  # run.json without the cell list, pretty-printed
 
 
-def provenance(run: Run, draw: ChartWriter) -> Provenance:
+def provenance(run: GroupedRun, draw: ChartWriter) -> Provenance:
     meta = run.meta
-    commit = str(meta.get("git_commit", "-")) + (" (dirty)" if meta.get("git_dirty") else "")
-    servers = meta.get("servers") or {}
+    commit = ("-" if meta.git_commit is None else meta.git_commit) + (
+        " (dirty)" if meta.git_dirty else ""
+    )
+    servers = meta.servers or {}
     return Provenance(
         general={
             "git commit": commit,
-            "cpu pinning": meta.get("cpus", {}),
-            "knobs (environment)": meta.get("knobs", {}) or "none (target defaults)",
-            "options": meta.get("options", {}),
+            "cpu pinning": meta.cpus or {},
+            "knobs (environment)": meta.knobs or "none (target defaults)",
+            "options": meta.options or {},
         },
-        machine=meta.get("machine", {}),
-        versions=meta.get("versions", {}),
+        machine=meta.machine or {},
+        versions=meta.versions or {},
         servers=[
             Server(name, info if isinstance(info, dict) else {}) for name, info in servers.items()
         ],
-        run_json=json.dumps({k: v for k, v in meta.items() if k != "cells"}, indent=2),
+        run_json=json.dumps({k: v for k, v in meta.to_json().items() if k != "cells"}, indent=2),
     )

@@ -5,21 +5,24 @@ from __future__ import annotations
 
 from lab import model
 from lab.report.format import plain
-from lab.report.groups import Run
+from lab.report.groups import GroupedRun
 from lab.report.published import markdown as claims_md
 from lab.report.pythons import interpreters_md
 
 TEXT_COLUMNS = ("target", "profile", "endpoint", "params", "verdict", "bound")
 
 
-def summary_md(run: Run) -> str:
+def summary_md(run: GroupedRun) -> str:
     meta = run.meta
-    matrix = (meta.get("matrix") or {}).get("name", "-")
+    matrix = (meta.matrix or {}).get("name", "-")
+    run_id = run.path.name if meta.run_id is None else meta.run_id
+    status = "unknown" if meta.status is None else meta.status
+    commit = "-" if meta.git_commit is None else meta.git_commit
     lines = [
-        f"# Run {meta.get('run_id', run.path.name)}",
+        f"# Run {run_id}",
         "",
-        f"Status: {meta.get('status', 'unknown')}; matrix: {matrix}; commit "
-        f"{str(meta.get('git_commit', '-'))[:12]}; {len(run.rows)} cells measured. "
+        f"Status: {status}; matrix: {matrix}; commit "
+        f"{commit[:12]}; {len(run.rows)} cells measured. "
         "Repeated cells are aggregated as the median over their repeats; efficiency = "
         f"measured / predicted rps; 'as predicted' = within ±{model.TOLERANCE:.0%}.",
         "",

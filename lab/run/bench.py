@@ -1,7 +1,9 @@
 """`lab bench` and `lab bench-all`: the matrix from the options (or a run to resume), checks
 that end a mistake in one line before anything starts, then the run itself with its lock,
 its children's session, and an end that keeps every row however it stops (Ctrl-C, a full
-disk). lab/cli.py parses the options; lab/run/runner.py measures the cells."""
+disk). The commands' options are defined at the end of this file (`lab reproduce` shares
+their run flags); lab/run/runner.py measures the cells, lab/run/folder.py keeps the run's
+folder."""
 
 from __future__ import annotations
 
@@ -10,31 +12,24 @@ import ipaddress
 import os
 import random
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
 
-from lab import interpreters
+from lab import arguments, interpreters
 from lab.contract import load
 from lab.errors import UsageError
-from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, parse_duration
+from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, names, parse_duration
 from lab.model import MAX_CELL_S
 from lab.proc import children, interrupt, runlock, server
+from lab.record import RunMeta
 from lab.run import loadgen
-from lab.run.folder import RESULTS_DIR, RunDir, mark_if_died, resolve
+from lab.run.folder import RESULTS_DIR, RunDir, read_run, resolve
 from lab.run.progress import clock
-from lab.run.runner import (
-    OVERHEAD_ESTIMATE_S,
-    Options,
-    Runner,
-    estimate_s,
-    finish_run,
-    resume_cells,
-    runner_identity,
-    start_run,
-    summary_table,
-)
+from lab.run.runner import OVERHEAD_ESTIMATE_S, Options, Runner, estimate_s, summary_table
 from lab.targets import Profile, Target, UnknownChoice, discover, find
 
 
@@ -202,62 +197,88 @@ def plan_text(name: str, cells: list[Cell], max_cell_s: float = MAX_CELL_S) -> s
     return "\n".join(lines)
 
 
+@dataclass
+class Plan:
+    """What a bench command will do, decided before anything starts: the cells of a new run,
+    or the rest of an earlier one (--resume). --plan prints it; otherwise it is run."""
+
+    name: str  # how --plan names it: the matrix, or "resume of RUN"
+    cells: list[Cell]  # every cell of the run, in order
+    done: set[str]  # the cells that already have an ok row (a resumed run's)
+    options: Options
+    run: RunDir | None = None  # the run to resume; a new one is created once the lock is ours
+    meta: RunMeta | None = None  # its run.json
+    matrix: dict[str, Any] | None = None  # a new run's matrix, with its seed, for run.json
+
+    @property
+    def todo(self) -> list[Cell]:
+        return [c for c in self.cells if c.id not in self.done]
+
+
 def run(args: argparse.Namespace, all_targets: bool = False, argv: list[str] | None = None) -> int:
-    """`lab bench` and `lab bench-all` (and `reproduce`, which is bench-all of a post)."""
+    """`lab bench` and `lab bench-all` (and `reproduce`, which is bench-all of a post). argv is
+    the command line run.json records (and resume_command repeats): reproduce passes its own;
+    otherwise lab.cli.main's, which it puts in args.argv."""
     with interrupt.handling():
-        return _bench(args, all_targets, argv)
+        return _bench(args, all_targets, argv if argv is not None else args.argv)
 
 
-def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) -> int:
+def _resume_plan(args: argparse.Namespace) -> Plan:
+    """--resume RUN: the run's own cells and options; the cells with an ok row are done."""
+    _check_resume_options(args)
+    try:
+        run = RunDir(resolve(args.resume, args.out or RESULTS_DIR))
+        meta = run.mark_if_died()
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(
+            str(exc)
+            if isinstance(exc, FileNotFoundError)
+            else f"{args.resume}: run.json is not readable ({exc})"
+        ) from None
+    if meta.status == "running":
+        raise UsageError(
+            f"run {run.run_id} is still running (pid {(meta.runner or {}).get('pid')}); "
+            "stop it first (Ctrl-C or kill that pid)"
+        )
+    if meta.options is None or meta.cells is None:
+        raise UsageError(f"{args.resume}: run.json lacks its options or cells; it cannot resume")
+    _results_base(run.path)
+    options = Options(**meta.options)
+    cells = [Cell.from_json(c) for c in meta.cells]
+    _apply_env((meta.matrix or {}).get("env") or {})
+    interpreters.check_cells(cells)
+    return Plan(f"resume of {run.run_id}", cells, run.done(), options, run, meta)
+
+
+def _new_plan(args: argparse.Namespace, all_targets: bool) -> Plan:
+    """A new run: the cells of the matrix the options describe, in a seeded random order."""
+    info = _check_url(args.url, args.allow_remote) if args.url else None
+    if args.port and not args.url and server.port_in_use(args.port):
+        raise UsageError(f"port {args.port} is already in use")
+    matrix = _matrix(args, all_targets)
+    _apply_env(matrix.env)
+    if info is not None and matrix.python:
+        raise UsageError("--python does not apply to --url (the server runs already)")
+    interpreters.check_matrix(matrix)  # unknown interpreter: one line before anything runs
+    seed = random.randrange(2**31)
+    cells = expand(matrix, _targets_for(matrix, info), seed=seed)
+    _check_params_apply(args, {c.endpoint for c in cells})
+    options = Options(url=args.url, port=args.port, pin=not args.no_pin)
+    if matrix.max_duration:
+        options.max_cell_s = parse_duration(matrix.max_duration)
+    if args.canary_rate is not None:
+        options.canary_rate = args.canary_rate
+    return Plan(matrix.name, cells, set(), options, matrix={**matrix.to_json(), "seed": seed})
+
+
+def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str]) -> int:
     loadgen.binary()  # k6 missing: a one-line error before anything starts
-    argv = argv or ["bench-all" if all_targets else "bench", *sys.argv[2:]]
-    if args.resume:
-        _check_resume_options(args)
-        try:
-            run = RunDir(resolve(args.resume, args.out or RESULTS_DIR))
-            meta = mark_if_died(run)
-        except (FileNotFoundError, ValueError) as exc:
-            raise UsageError(
-                str(exc)
-                if isinstance(exc, FileNotFoundError)
-                else f"{args.resume}: run.json is not readable ({exc})"
-            ) from None
-        if meta.get("status") == "running":
-            raise UsageError(
-                f"run {run.run_id} is still running (pid {meta['runner']['pid']}); "
-                "stop it first (Ctrl-C or kill that pid)"
-            )
-        _results_base(run.path)
-        options = Options(**meta["options"])
-        cells = [Cell.from_json(c) for c in meta["cells"]]
-        _apply_env((meta.get("matrix") or {}).get("env") or {})
-        interpreters.check_cells(cells)
-        if args.plan:
-            done = {r["cell"] for r in run.rows() if r.get("status") == "ok"}
-            todo = [c for c in cells if c.id not in done]
-            print(plan_text(f"resume of {run.run_id}", todo, options.max_cell_s))
-            return 0
-    else:
-        info = _check_url(args.url, args.allow_remote) if args.url else None
-        if args.port and not args.url and server.port_in_use(args.port):
-            raise UsageError(f"port {args.port} is already in use")
-        matrix = _matrix(args, all_targets)
-        _apply_env(matrix.env)
-        if info is not None and matrix.python:
-            raise UsageError("--python does not apply to --url (the server runs already)")
-        interpreters.check_matrix(matrix)  # unknown interpreter: one line before anything runs
-        seed = random.randrange(2**31)
-        cells = expand(matrix, _targets_for(matrix, info), seed=seed)
-        _check_params_apply(args, {c.endpoint for c in cells})
-        options = Options(url=args.url, port=args.port, pin=not args.no_pin)
-        if matrix.max_duration:
-            options.max_cell_s = parse_duration(matrix.max_duration)
-        if args.canary_rate is not None:
-            options.canary_rate = args.canary_rate
-        if args.plan:
-            print(plan_text(matrix.name, cells, options.max_cell_s))
-            return 0
-        base = _results_base(args.out)
+    plan = _resume_plan(args) if args.resume else _new_plan(args, all_targets)
+    if args.plan:
+        print(plan_text(plan.name, plan.todo, plan.options.max_cell_s))
+        return 0
+    # a new run's results folder is made (and checked) only now: --plan writes nothing
+    base = plan.run.path.parent if plan.run else _results_base(args.out)
     lock = None if args.allow_concurrent else runlock.acquire()
     session: children.Session | None = None
     try:
@@ -270,35 +291,13 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) 
                 f"earlier run ({', '.join(runs)})",
                 file=sys.stderr,
             )
-        if args.resume:
-            retried = run.retry_errors()
-            if retried:
-                print(
-                    f"{retried} cells that ended in an error will run again "
-                    f"(their rows moved to {run.retried_path.name})",
-                    file=sys.stderr,
-                )
-            cells, done = resume_cells(run)
-            runner = Runner(run, options)
-            runner.servers = meta.get("servers", {})
-            meta["status"] = "running"
-            meta["runner"] = runner_identity()
-            meta.pop("died", None)
-            run.write_meta(meta)
-        else:
-            try:
-                run = RunDir.create(base)
-            except OSError as exc:
-                raise UsageError(f"cannot create a run folder in {base}: {exc.strerror}") from None
-            runner = Runner(run, options)
-            meta = start_run(runner, cells, {**matrix.to_json(), "seed": seed}, argv)
-            done = set()
+        run, meta, runner = _open(plan, base, argv)
         if lock:
             lock.name(run=run.run_id, path=str(run.path))
         session = children.Session(run.run_id, run.path).start()
         children.set_session(session)
         run.point_latest()  # the run has started: only now does `latest` move
-        return _execute(run, meta, runner, cells, done, all_targets)
+        return _execute(run, meta, runner, plan, all_targets)
     finally:
         children.set_session(None)
         if session:
@@ -307,11 +306,37 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str] | None) 
             lock.release()
 
 
-def _finish(run: RunDir, meta: dict, runner: Runner, status: str) -> bool:
+def _open(plan: Plan, base: Path, argv: list[str]) -> tuple[RunDir, RunMeta, Runner]:
+    """The run's folder, once the lock is ours: the earlier run, its error rows set aside to
+    run again and its run.json saying that this process runs it; or a new run and its run.json."""
+    if plan.run is not None and plan.meta is not None:
+        run, meta = plan.run, plan.meta
+        retried = run.retry_errors()
+        if retried:
+            print(
+                f"{retried} cells that ended in an error will run again "
+                f"(their rows moved to {run.retried_path.name})",
+                file=sys.stderr,
+            )
+        runner = Runner(run, plan.options)
+        run.resume(meta)
+        return run, meta, runner
+    try:
+        run = RunDir.create(base)
+    except OSError as exc:
+        raise UsageError(f"cannot create a run folder in {base}: {exc.strerror}") from None
+    runner = Runner(run, plan.options)
+    cpus = {"server": runner.server_cpus, "k6": runner.k6_cpus}
+    meta = run.start(plan.cells, plan.matrix or {}, argv, plan.options.to_json(), cpus)
+    return run, meta, runner
+
+
+def _finish(run: RunDir, meta: RunMeta, runner: Runner, status: str) -> bool:
     """Write run.json's end; on a full disk say so in one line (the rows are on disk; a
     later --resume, report or run finds the run's runner gone and marks it)."""
+    costs = [cost.to_json() for _, cost in sorted(runner.loadgen.items())]
     try:
-        finish_run(run, meta, runner, status)
+        run.finish(meta, status, runner.servers, costs)
         return True
     except OSError as exc:
         print(
@@ -329,23 +354,17 @@ def _tag(p: psutil.Process) -> str:
         return "?"
 
 
-def _execute(
-    run: RunDir,
-    meta: dict,
-    runner: Runner,
-    cells: list[Cell],
-    done: set[str],
-    all_targets: bool,
-) -> int:
+def _execute(run: RunDir, meta: RunMeta, runner: Runner, plan: Plan, all_targets: bool) -> int:
+    command = meta.command or []
     try:
-        rows = runner.execute(cells, done)
+        rows = runner.execute(plan.cells, plan.done)
     except KeyboardInterrupt:
         with interrupt.shielded():
             _finish(run, meta, runner, "interrupted")
         kept = len(run.rows())
         print(
             f"\ninterrupted: {kept} rows kept in {run.csv_path}; finish the missing cells with:\n"
-            f"  {resume_command(meta['command'], run)}",
+            f"  {resume_command(command, run)}",
             file=sys.stderr,
         )
         return 130
@@ -353,8 +372,7 @@ def _execute(
         _finish(run, meta, runner, "failed")
         print(
             f"lab: cannot write results in {run.path}: {exc.strerror or exc}; "
-            f"{len(run.rows())} rows kept. Free space, then: "
-            + resume_command(meta["command"], run),
+            f"{len(run.rows())} rows kept. Free space, then: " + resume_command(command, run),
             file=sys.stderr,
         )
         return 1
@@ -372,7 +390,7 @@ def _execute(
             print(f"report:  {report.build(run.path)}")
         except Exception as exc:  # the rows are safe on disk; the report can be made again
             print(f"report failed ({exc!r}); retry with: just report {run.run_id}", file=sys.stderr)
-    errors = sum(r["status"] != "ok" for r in rows)
+    errors = sum(r.status != "ok" for r in rows)
     if errors:
         print(f"{errors} of {len(rows)} cells failed; see the error column", file=sys.stderr)
     return 1 if errors else 0
@@ -383,7 +401,7 @@ def published_table(run_path: Path) -> str:
     from lab.report import posts
 
     try:
-        rep = posts.from_run(run_path)
+        rep = posts.from_run(read_run(run_path))
     except (MatrixError, LookupError) as exc:  # the rows are safe; say why there is no table
         return f"the post's claims could not be read: {exc}"
     return posts.text_table(rep) if rep else ""
@@ -392,7 +410,106 @@ def published_table(run_path: Path) -> str:
 def resume_command(argv: list[str], run: RunDir) -> str:
     """The command that finishes this run: the original recipe and positionals (bench needs
     its TARGET ENDPOINT), with --resume and the run's folder."""
-    positionals = [argv[0]] + (
-        [a for a in argv[1:3] if not a.startswith("-")] if argv[0] == "bench" else []
+    positionals = argv[:1] + (
+        [a for a in argv[1:3] if not a.startswith("-")] if argv[:1] == ["bench"] else []
     )
     return f"just {' '.join(positionals)} --resume {run.run_id} --out {run.path.parent}"
+
+
+# --- the commands: bench, bench-all (and the run flags `lab reproduce` shares) -------------
+
+
+def run_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of a run that `lab reproduce` shares with bench-all (a reproduction is
+    bench-all of the post's matrix): defined once, so both check and default them alike."""
+    p.add_argument("--repeat", type=arguments.positive, help="run every cell N times, interleaved")
+    p.add_argument("--out", type=Path, help="results folder (default results/)")
+    p.add_argument(
+        "--port",
+        type=arguments.port_number,
+        help="fixed port for the servers (default: a free one)",
+    )
+    p.add_argument("--no-pin", action="store_true", help="do not pin server and k6 to CPUs")
+    p.add_argument(
+        "--allow-concurrent",
+        action="store_true",
+        help="run even if another run is using this machine (both measurements suffer)",
+    )
+
+
+def run_flags(args: argparse.Namespace) -> list[str]:
+    """The run flags set in args, as they are typed (reproduce records them in run.json's
+    command, which resume_command repeats)."""
+    argv: list[str] = []
+    for flag, value in (("--repeat", args.repeat), ("--out", args.out), ("--port", args.port)):
+        argv += [flag, str(value)] if value is not None else []
+    argv += ["--no-pin"] if args.no_pin else []
+    argv += ["--allow-concurrent"] if args.allow_concurrent else []
+    return argv
+
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", help="server profile: a name, 'default' or 'all'")
+    p.add_argument(
+        "--vus", type=arguments.int_list, help="virtual users (closed model), e.g. 50 or 1,10,50"
+    )
+    p.add_argument("--duration", type=arguments.duration, help="measured time per cell, e.g. 10s")
+    p.add_argument("--ms", type=int, help="ms parameter of the endpoints that take it")
+    p.add_argument("--n", type=int, help="n parameter of the endpoints that take it")
+    p.add_argument(
+        "--rate", type=arguments.int_list, help="open model: requests per second (list ok)"
+    )
+    p.add_argument("--matrix", help=f"named matrix in k6/matrices ({', '.join(names())})")
+    run_arguments(p)
+    p.add_argument("--url", help="benchmark a running server at this URL (no local lifecycle)")
+    p.add_argument("--allow-remote", action="store_true", help="let --url name a non-loopback host")
+    p.add_argument("--resume", metavar="RUN", help="finish the missing cells of an earlier run")
+    p.add_argument(
+        "--canary-rate",
+        type=arguments.non_negative,
+        help="canary /hello requests per second (0: off)",
+    )
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the cells and the time estimate, start nothing",
+    )
+    p.add_argument(
+        "--python",
+        metavar="X[,Y…]",
+        help="run Python targets on each of these interpreters, e.g. 3.11,3.13 "
+        "(set up by `just setup`; `python -m lab.interpreters` lists them)",
+    )
+
+
+def bench_all_arguments(argv: list[str]) -> argparse.Namespace:
+    """bench-all's arguments from a command line of its options (reproduce's --matrix POST and
+    run flags), read by bench-all's own definitions: the same defaults and checks."""
+    p = argparse.ArgumentParser(prog="lab bench-all")
+    _bench_arguments(p)
+    return p.parse_args(argv)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Benchmark one target x one endpoint: a fresh server per cell, pinned apart from k6,
+    results in results/<run-id>/results.csv. Knobs such as WORKERS are read from the
+    environment and recorded."""
+    return run(args)
+
+
+def cmd_bench_all(args: argparse.Namespace) -> int:
+    """Benchmark a whole matrix: every discovered target x profile x endpoint (x VUs) of
+    k6/matrices/NAME.toml, default 'quick'. Prints the cell count and the estimated time
+    first, then a progress line per cell and a summary table."""
+    return run(args, all_targets=True)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = arguments.add_command(sub, "bench", cmd_bench, "benchmark one target x one endpoint")
+    p.add_argument("target", help="target name or alias (see 'just targets')")
+    p.add_argument("endpoint", help="endpoint name from the contract, e.g. sync, cpu-pool")
+    _bench_arguments(p)
+    p = arguments.add_command(
+        sub, "bench-all", cmd_bench_all, "benchmark the whole matrix (default: quick)"
+    )
+    _bench_arguments(p)

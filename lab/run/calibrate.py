@@ -23,22 +23,21 @@ from lab.run import loadgen
 
 # Stop when the server has used this much CPU, or after this long, whichever comes first
 # (at least MIN_REQUESTS). CPU time is read in nanoseconds (schedstat); what limits the
-# precision is what a short window catches: FastAPI /upstream?n=10 after a 100-VU warm-up,
-# five fresh servers each: CV 13.7 % with 0.3 s (and 18 % higher, the warm-up's aftermath),
-# 8.8 % with 1 s, 5.1 % with 1.5 s of wall (the host's speed noise shrinks likewise).
+# precision is what a short window catches, not the clock: a longer window varies less
+# (measured: CONTRACT.md, 'The capacity model', d).
 CPU_S = 1.0
 WALL_S = 1.5
 MIN_REQUESTS = 5
 PARALLEL = 8  # connections at most
 WAIT_MS = 10  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
 WAIT_REQUESTS = 9  # the median of 9: a loaded machine stalls single requests by ms
-# Without a measurement (no Go toolchain for the reference server): the cost measured on the
-# lab's 2-CPU machine (k6 v1.8.1, lab.js on /hello), recorded as assumed in run.json.
+# Without a measurement (no Go toolchain for the reference server): a cost measured once,
+# recorded as assumed in run.json (where: CONTRACT.md, 'The capacity model', k6 per request).
 ASSUMED_K6_US = 57.0
 LOADGEN_DURATION = "2s"
 LOADGEN_WAIT_S = 15.0  # k6's start, the 2 s and its graceful stop; a hung k6 is given up on
-# k6 at this share of its CPUs is the bottleneck of the reference cell (k6's Go runtime tops
-# out at 84-91 % of its one CPU here, never 100 %).
+# k6 at this share of its CPUs is the bottleneck of the reference cell: k6's Go runtime never
+# reaches 100 % (measured: CONTRACT.md, 'The capacity model', k6 per request).
 K6_BOUND_PCT = 75.0
 
 
@@ -94,10 +93,8 @@ def calibration_query(endpoint: Endpoint, cell: Cell, wait_ms: int = 0) -> str:
 def cpu_query(endpoint: Endpoint, cell: Cell) -> str:
     """The request whose CPU is measured: the cell's with waits of min(ms, WAIT_MS), not 0.
     A wait that ends later is a wake-up of its own (a timer, the poller, a goroutine or a
-    coroutine resumed, the upstream's reply read alone), which a wait of 0 never pays: with
-    ms=0, gin's /upstream?n=10 used 0.46-0.50 ms of CPU per request and the upstream 0.35;
-    with 10 ms waits 0.87 and 0.71, and under 50 VUs of ms=100 0.86 and 0.69 (aiohttp: 1.4-1.8,
-    1.9 and 2.0 ms; 2-CPU machine, issue 8)."""
+    coroutine resumed, the upstream's reply read alone), which a wait of 0 never pays, so
+    ms=0 reads less CPU than the load uses (measured: CONTRACT.md, 'The capacity model')."""
     return calibration_query(endpoint, cell, WAIT_MS)
 
 
@@ -111,9 +108,9 @@ def server_cost(
     """The server's CPU per request: min(VUs, PARALLEL) kept-alive connections (as k6 keeps
     them), each sending its requests one after another, until the server has used CPU_S of
     CPU or WALL_S have passed. Several connections because a server idle between requests
-    pays a wake-up per request that a loaded one shares out (gin /hello: 100 µs on one
-    connection, 55 on four, 53 on eight). The requests wait as the cell's do, only shorter
-    (cpu_query). Then the round trip, on one connection."""
+    pays a wake-up per request that a loaded one shares out (measured: CONTRACT.md, 'The
+    capacity model', d). The requests wait as the cell's do, only shorter (cpu_query). Then
+    the round trip, on one connection."""
     path = cpu_query(endpoint, cell)
     k = max(1, min(cell.vus, PARALLEL))
     conns = [probe.Connection(base, timeout=60) for _ in range(k)]
@@ -183,8 +180,9 @@ def _round_trip(
 ) -> tuple[float, float]:
     """The round trip beyond the wait and the CPU (Z), one request at a time, with real
     (short) waits; and the waits' overshoot alone: a sleep ends late by the timer's slack and
-    the wake-up (0.1-1.5 ms, once per sleep of /sequential). The overshoot holds the server's
-    slot; the rest of the round trip (the client, loopback) does not."""
+    the wake-up, once per sleep (measured: CONTRACT.md, 'The capacity model', o). The
+    overshoot holds the server's slot; the rest of the round trip (the client, loopback) does
+    not."""
     values = dict(cell.params)
     if "ms" not in values:
         return max(0.0, _median_ms(conn, calibration_query(endpoint, cell)) - cpu_ms), 0.0
@@ -225,10 +223,10 @@ def k6_cost_us(busy_pct: float, rps: float, cpus: int) -> tuple[float, str]:
 def loadgen_cost(
     k6_cpus: list[int] | None, server_cpus: list[int] | None, folder: Path, vus: int
 ) -> LoadgenCost:
-    """k6's cost per request on its own CPUs at `vus` VUs (it grows with the VUs: 92 µs at 20,
-    100-134 at 50 here): lab.js on the Go target's /hello (the cheapest server there is, pinned
-    to the server's CPUs) for a couple of seconds, k6 sampled. Falls back to ASSUMED_K6_US,
-    saying so."""
+    """k6's cost per request on its own CPUs at `vus` VUs (it grows with the VUs, measured:
+    CONTRACT.md, 'The capacity model'): lab.js on the Go target's /hello (the cheapest server
+    there is, pinned to the server's CPUs) for a couple of seconds, k6 sampled. Falls back to
+    ASSUMED_K6_US, saying so."""
     cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
     given = os.environ.get("LAB_K6_US", "")
     with contextlib.suppress(ValueError):

@@ -1,5 +1,7 @@
-"""Run folders: results/<run-id>/ with results.csv (one row per cell, flushed as each cell
-ends), the raw k6 summary of every cell, and run.json with the run's provenance."""
+"""Run folders, and their one owner: results/<run-id>/ with results.csv (one row per cell,
+flushed as each cell ends), the raw k6 summary of every cell, and run.json with the run's
+provenance and state. A run is created, started, resumed, appended to, finished and read back
+only here; results.csv is read by one function (read_rows), into typed rows (lab.record)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,16 @@ import os
 import platform
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from lab import ROOT, record
-from lab.record import CellResult
+from lab import ROOT, interpreters, record
+from lab.matrix import Cell
+from lab.record import CellResult, NotAnObject, RunMeta, mark_died, runner_identity, utc_now
+from lab.run import loadgen
 
 RESULTS_DIR = ROOT / "results"
 
@@ -45,6 +50,9 @@ def resolve(run: str, base: Path = RESULTS_DIR) -> Path:
 
 
 class RunDir:
+    """One run's folder. A new run: create, start, append (a row per cell), finish. An earlier
+    one: mark_if_died, retry_errors, done, resume, then append and finish as a new one."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self.run_id = path.name
@@ -78,28 +86,29 @@ class RunDir:
         tmp.symlink_to(self.path.name)
         tmp.replace(link)  # atomic: readers never see a missing link
 
-    def append(self, row: CellResult | dict[str, Any]) -> None:
-        """One cell's row, on disk before the next cell starts. A dict is taken as columns
-        (keys that are not columns are ignored)."""
-        if isinstance(row, dict):
-            row = CellResult(**{k: v for k, v in row.items() if k in COLUMNS})
+    def append(self, row: CellResult) -> None:
+        """One cell's row, on disk before the next cell starts."""
         with self.csv_path.open("a", newline="") as f:
             csv.DictWriter(f, COLUMNS).writerow(row.to_csv())
             f.flush()
             os.fsync(f.fileno())
 
-    def rows(self) -> list[dict[str, str]]:
-        with self.csv_path.open(newline="") as f:
-            return list(csv.DictReader(f))
+    def rows(self) -> list[CellResult]:
+        return read_rows(self.csv_path)
+
+    def done(self) -> set[str]:
+        """The cells a resume skips: those with an ok row (an error row runs again)."""
+        return {r.cell for r in self.rows() if r.status == "ok"}
 
     def retry_errors(self) -> int:
         """Move the error rows to retried.csv (kept, not lost) so that their cells run again;
-        results.csv is rewritten atomically. Returns how many moved."""
-        with self.csv_path.open(newline="") as f:
-            reader = csv.DictReader(f)
-            header = list(reader.fieldnames or COLUMNS)
-            rows = list(reader)
-        errors = [r for r in rows if r.get("status") != "ok"]
+        results.csv is rewritten atomically. Returns how many moved. The rows move as text,
+        under the file's own header: an older file keeps its columns and values."""
+        header, rows = _read_csv(self.csv_path)
+        header = header or COLUMNS
+        passed = [CellResult.from_csv(r).status == "ok" for r in rows]  # as done() reads them
+        ok = [r for r, good in zip(rows, passed, strict=True) if good]
+        errors = [r for r, good in zip(rows, passed, strict=True) if not good]
         if not errors:
             return 0
         new = not self.retried_path.exists()
@@ -112,30 +121,127 @@ class RunDir:
         with tmp.open("w", newline="") as f:
             writer = csv.DictWriter(f, header, extrasaction="ignore")
             writer.writeheader()
-            writer.writerows(r for r in rows if r.get("status") == "ok")
+            writer.writerows(ok)
         tmp.replace(self.csv_path)
         return len(errors)
 
-    def records(self) -> list[CellResult]:
-        return [CellResult.from_csv(d) for d in self.rows() if d.get("cell")]
+    # --- run.json -----------------------------------------------------------------------------
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
-        """Atomically: readers see the old run.json or the new one. On a full disk the old
-        one stays and no partial file is left beside it."""
-        tmp = self.path / "run.json.tmp"
+    def meta(self) -> RunMeta:
+        """run.json; raises OSError or ValueError when it cannot be read as an object."""
+        return RunMeta.read(self.path)
+
+    def write_meta(self, meta: RunMeta) -> None:
+        meta.write(self.path)
+
+    def start(
+        self,
+        cells: list[Cell],
+        matrix: dict[str, Any],
+        command: list[str],
+        options: dict[str, Any],
+        cpus: dict[str, list[int] | None],
+    ) -> RunMeta:
+        """Write run.json before the first cell, so that an interrupted run can be resumed."""
+        meta = RunMeta(
+            run_id=self.run_id,
+            status="running",
+            started_at=utc_now(),
+            command=command,
+            options=options,
+            matrix=matrix,
+            runner=runner_identity(),
+            knobs={k: os.environ[k] for k in KNOBS if k in os.environ},
+            cpus=cpus,
+            **provenance(loadgen.binary()),
+            servers={},
+            interpreters=interpreters.used(cells, local=not options.get("url")),
+            cells=[c.to_json() for c in cells],
+        )
+        self.write_meta(meta)
+        return meta
+
+    def resume(self, meta: RunMeta) -> None:
+        """The run is running again, in this process: run.json says so before the first cell."""
+        meta.status = "running"
+        meta.runner = runner_identity()
+        meta.died = None
+        self.write_meta(meta)
+
+    def finish(
+        self,
+        meta: RunMeta,
+        status: str,
+        servers: dict[str, Any],
+        loadgen_costs: list[dict[str, Any]],
+    ) -> None:
+        """run.json's end: the servers' /info (the first a series answered wins, so a resumed
+        run keeps what it recorded before), k6's costs when this session measured them, the
+        status and when. Raises OSError when run.json cannot be written (a full disk)."""
+        meta.servers = {**(meta.servers or {})}
+        for series, info in servers.items():
+            meta.servers.setdefault(series, info)
+        if loadgen_costs:
+            meta.loadgen = loadgen_costs
+        meta.status = status
+        meta.finished_at = utc_now()
+        self.write_meta(meta)
+
+    def mark_if_died(self) -> RunMeta:
+        """run.json, with a `running` run whose runner is gone marked `died` (on disk too; the
+        rule is lab.record.mark_died, which the supervisor applies too). Raises OSError or
+        ValueError when run.json cannot be read as an object."""
+        return mark_died(self.path)
+
+
+# Knobs the servers read from the environment, recorded in run.json.
+KNOBS = ("WORKERS", "THREADS", "EXECUTOR_THREADS", "POOL_PROCESSES", "GOMAXPROCS")
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """results.csv as text: its header and its rows."""
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def read_rows(csv_path: Path) -> list[CellResult]:
+    """The one reader of results.csv: every row that names a cell, typed (lab.record)."""
+    if not csv_path.is_file():
+        return []
+    return [CellResult.from_csv(d) for d in _read_csv(csv_path)[1] if d.get("cell")]
+
+
+@dataclass
+class Run:
+    """A run read back for the report and `lab compare`: whatever of it can be read, and the
+    problems met reading it (a broken run.json is a problem to show, not a crash)."""
+
+    path: Path
+    meta: RunMeta
+    rows: list[CellResult]
+    timelines: list[tuple[str, dict[str, Any] | None]]  # (file name, data or None if unreadable)
+    problems: list[str]
+
+
+def read_run(path: Path) -> Run:
+    problems: list[str] = []
+    try:
+        meta = RunMeta.read(path)
+    except NotAnObject:
+        meta = RunMeta()
+        problems.append("run.json is not an object; provenance is missing")
+    except (OSError, ValueError) as exc:
+        meta = RunMeta()
+        problems.append(f"run.json could not be read ({exc}); provenance is missing")
+    timelines: list[tuple[str, dict[str, Any] | None]] = []
+    for file in sorted((path / "timelines").glob("*.json")):
         try:
-            with tmp.open("w") as f:
-                f.write(json.dumps(meta, indent=2, sort_keys=False) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            tmp.replace(self.path / "run.json")
-        except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
-
-    def meta(self) -> dict[str, Any]:
-        return json.loads((self.path / "run.json").read_text())
+            data = json.loads(file.read_text())
+            timelines.append((file.name, data if isinstance(data, dict) else None))
+        except (OSError, ValueError):
+            timelines.append((file.name, None))
+    return Run(path, meta, read_rows(path / "results.csv"), timelines, problems)
 
 
 DISK_LOW_BYTES = 1 << 20  # below this a cell's k6 summary and logs may not fit
@@ -147,29 +253,6 @@ def free_bytes(path: Path) -> int | None:
     except OSError:
         return None
     return st.f_bavail * st.f_frsize
-
-
-def runner_alive(meta: dict[str, Any]) -> bool:
-    """Whether the process that runs this run still exists (same pid, same start time)."""
-    runner = meta.get("runner") or {}
-    pid, started = runner.get("pid"), runner.get("started")
-    if not isinstance(pid, int) or runner.get("host", platform.node()) != platform.node():
-        return False
-    try:
-        return abs(psutil.Process(pid).create_time() - float(started)) < 1.0
-    except (psutil.Error, TypeError, ValueError):
-        return False
-
-
-def mark_if_died(run: RunDir) -> dict[str, Any]:
-    """run.json, with a `running` run whose runner is gone marked `died` (on disk too)."""
-    meta = run.meta()
-    if meta.get("status") == "running" and not runner_alive(meta):
-        meta["status"] = "died"
-        meta["died"] = "found without its runner: it was killed or its machine stopped"
-        with contextlib.suppress(OSError):
-            run.write_meta(meta)
-    return meta
 
 
 def _run(*cmd: str) -> str:

@@ -9,32 +9,28 @@ import errno
 import json
 import math
 import os
-import platform
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 from lab import interpreters, model
 from lab.contract import load
 from lab.matrix import Cell
 from lab.proc import children, interrupt, probe, server
 from lab.proc.sampler import Sampler
-from lab.record import CellResult
+from lab.record import CellResult, utc_now
 from lab.run import calibrate, folder, loadgen
-from lab.run.folder import RunDir, provenance
+from lab.run.folder import RunDir
 from lab.run.progress import Progress, clock
 from lab.targets import find
 
 OVERHEAD_ESTIMATE_S = 4.0  # start, health, warm-up, stop: what a cell costs beyond its load
 TIMELINE_KINDS = ("sleep", "cpu")
 TIMELINE_MAX = 24  # requests in one timeline batch
-KNOBS = ("WORKERS", "THREADS", "EXECUTOR_THREADS", "POOL_PROCESSES", "GOMAXPROCS")
 # A cell with more failed requests than this share is an error, never a verdict: failed
 # requests distort both throughput (a 502 without an upstream returns in microseconds) and
 # latency (a timeout holds a VU for the whole TIMEOUT). 0.1 % is the bar well-kept benchmark
@@ -73,6 +69,25 @@ def estimate_s(cells: list[Cell]) -> float:
 
 def _one_line(text: str, limit: int = 600) -> str:
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())[-limit:]
+
+
+@dataclass
+class Attempt:
+    """One attempt at a cell (a retried cell is a new one): its moving parts, as its stages
+    fill them in, so that the clean-up finds whatever was started, whichever stage failed."""
+
+    cell: Cell
+    endpoint: Any  # the contract's endpoint of the cell
+    row: CellResult
+    stem: str  # the file names of the cell's logs and summary
+    started: float  # time.monotonic() when the cell began
+    env: interpreters.Interpreter | None = None  # a local Python server's environment
+    proc: server.ServerProcess | None = None  # the local server (None with --url)
+    base: str = ""  # the server's URL
+    info: dict[str, Any] = field(default_factory=dict)  # its /info
+    upstream: server.ServerProcess | None = None  # the upstream service an /upstream cell calls
+    k6run: loadgen.K6Run | None = None
+    sampler: Sampler | None = None
 
 
 class Runner:
@@ -142,9 +157,31 @@ class Runner:
     # --- one cell -------------------------------------------------------------------------
 
     def cell(self, cell: Cell, index: int) -> CellResult:
-        cell_started = time.monotonic()
-        endpoint = self.contract[cell.endpoint]
-        row = CellResult(
+        """One cell in stages: serve, plan, load, judge. A stage that fails makes the row an
+        error; the clean-up stops whatever was started, whichever stage it was."""
+        started = time.monotonic()
+        attempt = Attempt(
+            cell, self.contract[cell.endpoint], self._row(cell), self._stem(cell, index), started
+        )
+        try:
+            self._serve(attempt)
+            seconds = self._plan(attempt)
+            facts = self._load(attempt, seconds)
+            message = failure_message(facts)
+            if message:
+                raise CellError(message + self._server_tail(attempt, facts))
+            judge(attempt.row)
+        except (CellError, server.ServerError, calibrate.CalibrationError, OSError) as exc:
+            attempt.row.update(status="error", error=_one_line(_explain(exc, self.run.path)))
+            judge(attempt.row)
+        finally:
+            with interrupt.shielded():  # bounded: a few seconds at most, whatever died
+                self._clean_up(attempt)
+        return attempt.row
+
+    def _row(self, cell: Cell) -> CellResult:
+        """The cell's row before anything is measured."""
+        return CellResult(
             run_id=self.run.run_id,
             cell=cell.id,
             target=cell.target,
@@ -159,129 +196,123 @@ class Runner:
             status="ok",
             server_cpus=_cpus(self.server_cpus) if not self.options.url else "",
             k6_cpus=_cpus(self.k6_cpus),
-            started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            started_at=utc_now(),
         )
-        stem = self._stem(cell, index)
-        proc: server.ServerProcess | None = None
-        k6run: loadgen.K6Run | None = None
-        sampler: Sampler | None = None
-        env: interpreters.Interpreter | None = None
-        try:
-            if self.options.url:
-                base = self.options.url.rstrip("/")
-            else:
-                env = interpreter(cell)
-                row.update(**interpreters.row_fields({}, env))
-                upstream_url = self._upstream_url() if endpoint.kind == "upstream" else ""
-                proc = server.target_server(
-                    find(cell.target),
-                    cell.profile,
-                    port=self.options.port,
-                    cpus=self.server_cpus,
-                    upstream_url=upstream_url or "http://127.0.0.1:9",
-                    log=self.run.logs / f"{stem}-server.log",
-                    bin_dir=env.bin_dir if env and cell.python else None,
-                )
-                started = time.monotonic()
-                proc.start(self.options.health_timeout)
-                row.server_start_s = time.monotonic() - started
-                base = proc.url
-            status, info = server.get_json(f"{base}/info")
-            info = info if status == 200 and isinstance(info, dict) else {}
-            self.servers.setdefault(cell.series, info)
-            row.update(**interpreters.row_fields(info, env))
-            row.update(
-                workers=info.get("workers"),
-                threads=info.get("threads"),
-                capacity=info.get("capacity", {}).get(cell.endpoint),
+
+    def _serve(self, attempt: Attempt) -> None:
+        """Start the cell's server (or take --url's), read its /info and fill the row with it."""
+        cell, row = attempt.cell, attempt.row
+        if self.options.url:
+            attempt.base = self.options.url.rstrip("/")
+        else:
+            attempt.env = interpreter(cell)
+            row.update(**interpreters.row_fields({}, attempt.env))
+            upstream_url = self._upstream_url() if attempt.endpoint.kind == "upstream" else ""
+            attempt.proc = server.target_server(
+                find(cell.target),
+                cell.profile,
+                port=self.options.port,
+                cpus=self.server_cpus,
+                upstream_url=upstream_url or "http://127.0.0.1:9",
+                log=self.run.logs / f"{attempt.stem}-server.log",
+                bin_dir=attempt.env.bin_dir if attempt.env and cell.python else None,
             )
-            warm_up(base, endpoint, cell)
-            # The model's inputs, on the idle server, and its prediction: before the load.
-            demand = self.calibrate(cell, endpoint, base, proc)
-            prediction = self.predict(cell, endpoint, demand, info, row)
-            seconds, row.censored = model.planned_duration_s(
-                cell.duration_s, prediction.rps, self.options.max_cell_s
-            )
-            # Before the load: afterwards, requests k6 gave up on can still fill the server's
-            # queue (a sync worker works through its listen backlog), and the picture with them.
-            if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:
-                self.timeline(base, endpoint.path, cell, row, stem)
-            summary = self.run.summaries / f"{stem}.json"
-            upstream = self.upstream if endpoint.kind == "upstream" else None
-            k6run = loadgen.start(
-                calibrate.with_duration(cell, seconds),
-                base,
-                summary,
-                self.run.logs / f"{stem}-k6.log",
-                self.k6_cpus,
-                self.options.canary_rate,
-            )
-            pids = {"k6": k6run.proc.pid, **({"server": proc.pid} if proc else {})}
-            if upstream:
-                pids["upstream"] = upstream.pid  # it shares the load side's CPUs
-            sampler = Sampler(pids).start()
-            budget = seconds + self.options.k6_margin_s
-            code = k6run.wait(timeout=budget)
-            usage = sampler.stop()
-            row.update(**_usage(usage, self.server_cpus, self.k6_cpus))
-            row.restarts = len(sampler.ended("server")) if proc else None
-            data = loadgen.read_summary(summary)
-            if data is not None:
-                row.update(**loadgen.parse_summary(data))
-                row.measured_s = _measured_s(data)
-            problems = []
-            if proc and not proc.alive():
-                problems.append(
-                    f"the server {children.describe_exit(proc.proc.returncode)} during the cell"  # type: ignore[union-attr]
-                )
-            if upstream and not upstream.alive():
-                problems.append(
-                    f"the upstream service (pid {upstream.pid}) "
-                    f"{children.describe_exit(upstream.proc.returncode)} during the cell"  # type: ignore[union-attr]
-                )
-            if code is None:
-                problems.append(f"k6 did not finish within {budget:.0f} s (hung?) and was stopped")
-            elif data is None:
-                problems.append(
-                    f"k6 {children.describe_exit(code)} and wrote no summary"
-                    + _disk_note(self.run.path)
-                )
-            elif row.failed_requests and _failed_share(row) > FAILED_SHARE_MAX:
-                problems.append(
-                    f"{row.failed_requests} of {(row.requests or 0) + row.failed_requests} "
-                    f"requests failed ({_failed_share(row):.2%}, above {FAILED_SHARE_MAX:.1%})"
-                )
-            elif not row.requests:
-                problems.append("no successful requests (server stopped answering?)")
-            if row.restarts:
-                ended = ", ".join(map(str, sampler.ended("server")))
-                problems.append(
-                    f"{row.restarts} serving process(es) of the server ended during the cell "
-                    f"(pid {ended}), so it was not measured as configured"
-                )
-            if problems:
-                failures = f": {row.failures}" if row.failures else ""
-                # the server's last words, when it is the server that failed
-                server_failed = proc and (not proc.alive() or not row.requests)
-                tail = proc.log_tail(5) if server_failed else ""
-                raise CellError("; ".join(problems) + failures + (f" | {tail}" if tail else ""))
-            judge(row)
-        except (CellError, server.ServerError, calibrate.CalibrationError, OSError) as exc:
-            row.update(status="error", error=_one_line(_explain(exc, self.run.path)))
-            judge(row)
-        finally:
-            with interrupt.shielded():  # bounded: a few seconds at most, whatever died
-                if sampler:
-                    sampler.stop()
-                if k6run:
-                    k6run.kill()
-                if proc:
-                    report = proc.stop()
-                    row.server_stop_s = report.seconds
-                    if not report.clean and row.status == "ok":
-                        row.error = f"stop needed SIGKILL for {report.leftover}"
-                row.cell_s = time.monotonic() - cell_started
-        return row
+            started = time.monotonic()
+            attempt.proc.start(self.options.health_timeout)
+            row.server_start_s = time.monotonic() - started
+            attempt.base = attempt.proc.url
+        status, info = server.get_json(f"{attempt.base}/info")
+        attempt.info = info if status == 200 and isinstance(info, dict) else {}
+        self.servers.setdefault(cell.series, attempt.info)
+        row.update(**interpreters.row_fields(attempt.info, attempt.env))
+        row.update(
+            workers=attempt.info.get("workers"),
+            threads=attempt.info.get("threads"),
+            capacity=attempt.info.get("capacity", {}).get(cell.endpoint),
+        )
+
+    def _plan(self, attempt: Attempt) -> float:
+        """Warm the server up, calibrate and predict the cell on it idle, and take the timeline
+        picture; returns how long the load runs (lengthened when too few requests would
+        complete)."""
+        cell, endpoint, row = attempt.cell, attempt.endpoint, attempt.row
+        warm_up(attempt.base, endpoint, cell)
+        # The model's inputs, on the idle server, and its prediction: before the load.
+        demand = self.calibrate(cell, endpoint, attempt.base, attempt.proc)
+        prediction = self.predict(cell, endpoint, demand, attempt.info, row)
+        seconds, row.censored = model.planned_duration_s(
+            cell.duration_s, prediction.rps, self.options.max_cell_s
+        )
+        # Before the load: afterwards, requests k6 gave up on can still fill the server's
+        # queue (a sync worker works through its listen backlog), and the picture with them.
+        if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:
+            self.timeline(attempt.base, endpoint.path, cell, row, attempt.stem)
+        return seconds
+
+    def _load(self, attempt: Attempt, seconds: float) -> CellFacts:
+        """The measured k6 run, the server tree and k6 sampled; fills the row with what k6 and
+        the sampler measured, and returns the facts the failure rules judge."""
+        row = attempt.row
+        summary = self.run.summaries / f"{attempt.stem}.json"
+        attempt.upstream = self.upstream if attempt.endpoint.kind == "upstream" else None
+        attempt.k6run = loadgen.start(
+            calibrate.with_duration(attempt.cell, seconds),
+            attempt.base,
+            summary,
+            self.run.logs / f"{attempt.stem}-k6.log",
+            self.k6_cpus,
+            self.options.canary_rate,
+        )
+        pids = {"k6": attempt.k6run.proc.pid}
+        if attempt.proc:
+            pids["server"] = attempt.proc.pid
+        if attempt.upstream:
+            pids["upstream"] = attempt.upstream.pid  # it shares the load side's CPUs
+        attempt.sampler = Sampler(pids).start()
+        budget = seconds + self.options.k6_margin_s
+        code = attempt.k6run.wait(timeout=budget)
+        usage = attempt.sampler.stop()
+        row.update(**_usage(usage, self.server_cpus, self.k6_cpus))
+        ended = tuple(attempt.sampler.ended("server")) if attempt.proc else ()
+        row.restarts = len(ended) if attempt.proc else None
+        data = loadgen.read_summary(summary)
+        if data is not None:
+            row.update(**loadgen.parse_summary(data))
+            row.measured_s = _measured_s(data)
+        return CellFacts(
+            budget_s=budget,
+            k6_exit=code,
+            summary=data is not None,
+            requests=row.requests,
+            failed_requests=row.failed_requests,
+            failures=row.failures,
+            local_server=attempt.proc is not None,
+            server_exit=_exit_code(attempt.proc),
+            upstream_pid=attempt.upstream.pid if attempt.upstream else None,
+            upstream_exit=_exit_code(attempt.upstream),
+            ended=ended,
+            # only read when it can explain a missing summary
+            disk_note=_disk_note(self.run.path) if code is not None and data is None else "",
+        )
+
+    def _server_tail(self, attempt: Attempt, facts: CellFacts) -> str:
+        """The server's last words, when it is the server that failed."""
+        tail = attempt.proc.log_tail(5) if attempt.proc and facts.server_failed else ""
+        return f" | {tail}" if tail else ""
+
+    def _clean_up(self, attempt: Attempt) -> None:
+        """Stop the sampler, k6 and the server, whatever stage the cell reached (each stop is
+        bounded); the stop's report and the cell's wall time go into the row."""
+        if attempt.sampler:
+            attempt.sampler.stop()
+        if attempt.k6run:
+            attempt.k6run.kill()
+        if attempt.proc:
+            report = attempt.proc.stop()
+            attempt.row.server_stop_s = report.seconds
+            if not report.clean and attempt.row.status == "ok":
+                attempt.row.error = f"stop needed SIGKILL for {report.leftover}"
+        attempt.row.cell_s = time.monotonic() - attempt.started
 
     def _stem(self, cell: Cell, index: int) -> str:
         """File names of a cell's logs and summary; a retried cell does not overwrite."""
@@ -390,9 +421,83 @@ class CellError(RuntimeError):
     """The cell could not be measured; the message says why."""
 
 
-def _failed_share(row: CellResult) -> float:
-    total = (row.requests or 0) + (row.failed_requests or 0)
-    return (row.failed_requests or 0) / total if total else 0.0
+@dataclass(frozen=True)
+class CellFacts:
+    """What the failure rules read once a cell's load is over: plain facts, no processes."""
+
+    budget_s: float  # how long k6 was given: the planned duration and the margin
+    k6_exit: int | None  # None: k6 did not end within the budget (hung) and was stopped
+    summary: bool  # k6's summary was read
+    requests: int | None = None  # successful requests (the row's)
+    failed_requests: int | None = None
+    failures: str = ""  # why they failed (the row's failures column)
+    local_server: bool = True  # False with --url: no server of ours to watch
+    server_exit: int | None = None  # the local server's exit code; None while it runs
+    upstream_pid: int | None = None  # the upstream service an /upstream cell called
+    upstream_exit: int | None = None  # its exit code; None while it runs
+    ended: tuple[int, ...] = ()  # the server's serving processes that ended (restarts)
+    disk_note: str = ""  # what the results disk says when k6 wrote no summary
+
+    @property
+    def server_failed(self) -> bool:
+        """It is the local server that failed: it died or answered nothing."""
+        return self.local_server and (self.server_exit is not None or not self.requests)
+
+
+def cell_problems(facts: CellFacts) -> list[str]:
+    """Why a measured cell is an error row, not a measurement (empty: it is one). Every dead
+    process is named; of k6's outcome only the first that applies: hung, no summary, too many
+    failed requests, no successful request."""
+    problems = []
+    if facts.server_exit is not None:
+        problems.append(f"the server {children.describe_exit(facts.server_exit)} during the cell")
+    if facts.upstream_pid is not None and facts.upstream_exit is not None:
+        problems.append(
+            f"the upstream service (pid {facts.upstream_pid}) "
+            f"{children.describe_exit(facts.upstream_exit)} during the cell"
+        )
+    share = _failed_share(facts.requests, facts.failed_requests)
+    if facts.k6_exit is None:
+        problems.append(f"k6 did not finish within {facts.budget_s:.0f} s (hung?) and was stopped")
+    elif not facts.summary:
+        problems.append(
+            f"k6 {children.describe_exit(facts.k6_exit)} and wrote no summary" + facts.disk_note
+        )
+    elif facts.failed_requests and share > FAILED_SHARE_MAX:
+        problems.append(
+            f"{facts.failed_requests} of {(facts.requests or 0) + facts.failed_requests} "
+            f"requests failed ({share:.2%}, above {FAILED_SHARE_MAX:.1%})"
+        )
+    elif not facts.requests:
+        problems.append("no successful requests (server stopped answering?)")
+    if facts.ended:
+        problems.append(
+            f"{len(facts.ended)} serving process(es) of the server ended during the cell "
+            f"(pid {', '.join(map(str, facts.ended))}), so it was not measured as configured"
+        )
+    return problems
+
+
+def failure_message(facts: CellFacts) -> str | None:
+    """The error of a cell that cannot count (None: it counts): its problems, then why its
+    requests failed. (The runner adds the server's log tail when facts.server_failed.)"""
+    problems = cell_problems(facts)
+    if not problems:
+        return None
+    return "; ".join(problems) + (f": {facts.failures}" if facts.failures else "")
+
+
+def _failed_share(requests: int | None, failed: int | None) -> float:
+    """Failed requests' share of all the requests sent."""
+    total = (requests or 0) + (failed or 0)
+    return (failed or 0) / total if total else 0.0
+
+
+def _exit_code(proc: server.ServerProcess | None) -> int | None:
+    """A process's exit code once it has ended; None while it runs (or without one)."""
+    if proc is None or proc.proc is None or proc.alive():
+        return None
+    return proc.proc.returncode
 
 
 def _disk_note(path: Path) -> str:
@@ -462,10 +567,10 @@ WARM_UP_MAX = 256  # requests at once at most, for the upstream client's pool
 def warm_up(base: str, endpoint: Any, cell: Cell) -> None:
     """Wake up thread pools, pool processes and connections with small requests at once.
     An /upstream cell's server needs, under the load, as many connections to the upstream as
-    calls in flight: N VUs x n calls at once. Opened by the load's first wave, they made that
-    wave's requests 190-370 ms instead of about 110 (gin, aiohttp: 50 VUs, n=10, ms=100), a
-    start-up cost the steady state does not have; so the same number of calls are made at once
-    here (waits of min(ms, 10) ms, released together), the same rule on every target."""
+    calls in flight: N VUs x n calls at once. Opened by the load's first wave instead, they
+    slow that wave down, a start-up cost the steady state does not have; so the same number of
+    calls are made at once here (waits of min(ms, 10) ms, released together), the same rule on
+    every target (measured: CONTRACT.md, 'Upstream calls')."""
     small = {"ms": 1, "n": 1}  # of the parameters the cell has (Cell.query ignores others)
     k = min(cell.vus, 16)
     if endpoint.kind == "upstream":
@@ -486,48 +591,6 @@ def warm_up(base: str, endpoint: Any, cell: Cell) -> None:
         list(pool.map(one, range(k)))
 
 
-def start_run(
-    runner: Runner, cells: list[Cell], matrix: dict[str, Any], argv: list[str]
-) -> dict[str, Any]:
-    """Write run.json before the first cell, so an interrupted run can be resumed."""
-    run, options = runner.run, runner.options
-    meta = {
-        "run_id": run.run_id,
-        "status": "running",
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": argv,
-        "options": options.to_json(),
-        "matrix": matrix,
-        "runner": runner_identity(),
-        "knobs": {k: os.environ[k] for k in KNOBS if k in os.environ},
-        "cpus": {"server": runner.server_cpus, "k6": runner.k6_cpus},
-        **provenance(loadgen.binary()),
-        "servers": {},
-        "interpreters": interpreters.used(cells, local=not options.url),
-        "cells": [c.to_json() for c in cells],
-    }
-    run.write_meta(meta)
-    return meta
-
-
-def runner_identity() -> dict[str, Any]:
-    """Who runs a run: enough to tell later whether that process is still alive."""
-    return {
-        "pid": os.getpid(),
-        "started": psutil.Process().create_time(),
-        "host": platform.node(),
-    }
-
-
-def finish_run(run: RunDir, meta: dict[str, Any], runner: Runner, status: str) -> None:
-    meta["servers"] = {**meta.get("servers", {}), **runner.servers}
-    if runner.loadgen:
-        meta["loadgen"] = [cost.to_json() for _, cost in sorted(runner.loadgen.items())]
-    meta["status"] = status
-    meta["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    run.write_meta(meta)
-
-
 def summary_table(rows: list[CellResult]) -> str:
     head = f"{'cell':<52} {'rps':>9} {'p95 ms':>9} {'eff':>5}  verdict"
     lines = [head, "-" * len(head)]
@@ -540,10 +603,3 @@ def summary_table(rows: list[CellResult]) -> str:
         p95 = f"{r.lat_p95_ms:>9.1f}" if r.lat_p95_ms is not None else f"{'-':>9}"
         lines.append(f"{r.cell:<52} {rps} {p95} {eff:>5}  {r.verdict} ({r.bound or '-'})")
     return "\n".join(lines)
-
-
-def resume_cells(run: RunDir) -> tuple[list[Cell], set[str]]:
-    meta = run.meta()
-    cells = [Cell.from_json(c) for c in meta["cells"]]
-    done = {r["cell"] for r in run.rows() if r.get("status") == "ok"}
-    return cells, done

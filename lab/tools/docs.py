@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from lab import ROOT
+from lab.arguments import add_command
 from lab.targets import Target, discover
 
 README = ROOT / "README.md"
@@ -67,6 +68,8 @@ def update(readme: Path = README, check: bool = False, root: Path = ROOT) -> boo
 
 
 def run(args: argparse.Namespace) -> int:
+    """Rewrite the targets table in README.md from every target.toml (with --check: only say
+    whether it is current; exit 1 if not)."""
     try:
         current = update(check=args.check)
     except StaleDocs as exc:
@@ -77,14 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
-        "docs",
-        help="rewrite README's targets table from the manifests",
-        description="Rewrite the targets table in README.md from every target.toml "
-        "(with --check: only say whether it is current; exit 1 if not).",
-    )
+    p = add_command(sub, "docs", run, "rewrite README's targets table from the manifests")
     p.add_argument("--check", action="store_true", help="compare only; do not write")
-    p.set_defaults(run=run)
 
 
 # --- CONTRACT.md's capacity table, checked against every server's /info --------------------

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from lab import ROOT
+from lab.arguments import add_command
 from lab.errors import USAGE_ERROR
 from lab.targets import MANIFEST, discover
 
@@ -60,6 +61,8 @@ next steps:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Create python/NAME/ (app.py, target.toml, server config) as a copy of the --like
+    target, and print the next steps."""
     try:
         folder = new_target(args.name, args.like)
     except ScaffoldError as exc:
@@ -70,12 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
-        "new-target",
-        help="create python/NAME/ from an existing target built on the kit",
-        description="Create python/NAME/ (app.py, target.toml, server config) as a copy of "
-        "the --like target, and print the next steps.",
+    p = add_command(
+        sub, "new-target", run, "create python/NAME/ from an existing target built on the kit"
     )
     p.add_argument("name", help="the new target's name (its folder)")
     p.add_argument("--like", default="starlette", help="the target to start from")
-    p.set_defaults(run=run)

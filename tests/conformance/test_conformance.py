@@ -152,12 +152,18 @@ def test_single_request_timing(served: Served, endpoint: Endpoint) -> None:
 # --- 4. capacity claims hold under real concurrency ----------------------------------------------
 
 
-@pytest.mark.parametrize("endpoint", WAITING, ids=[e.name for e in WAITING])
-def test_capacity_claim(served: Served, endpoint: Endpoint) -> None:
+def checkable_capacity(served: Served, endpoint: Endpoint) -> int | None:
+    """The endpoint's claimed capacity (/info); the test is skipped if checking it takes more
+    than MAX_PROBE concurrent requests."""
     capacity = served.info["capacity"][endpoint.name]
     if capacity is not None and capacity + 1 > MAX_PROBE:
         pytest.skip(f"capacity {capacity} needs more than {MAX_PROBE} concurrent requests")
-    problem = capacity_problem(served.url, endpoint, capacity)
+    return capacity
+
+
+@pytest.mark.parametrize("endpoint", WAITING, ids=[e.name for e in WAITING])
+def test_capacity_claim(served: Served, endpoint: Endpoint) -> None:
+    problem = capacity_problem(served.url, endpoint, checkable_capacity(served, endpoint))
     assert problem is None, problem
 
 
@@ -166,9 +172,7 @@ def test_capacity_claim(served: Served, endpoint: Endpoint) -> None:
 
 @pytest.mark.parametrize("endpoint", CPU, ids=[e.name for e in CPU])
 def test_cpu_claim(served: Served, endpoint: Endpoint) -> None:
-    capacity = served.info["capacity"][endpoint.name]
-    if capacity is not None and capacity + 1 > MAX_PROBE:
-        pytest.skip(f"capacity {capacity} needs more than {MAX_PROBE} concurrent requests")
+    checkable_capacity(served, endpoint)  # skips a capacity too large to check
     problem = cpu_claim_problem(served.url, endpoint, served.info)
     assert problem is None, problem
 

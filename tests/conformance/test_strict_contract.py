@@ -8,23 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness.strict import (
-    METHODS,
-    PARAM_CASES,
-    SCHEMA,
-    WITH_PARAMS,
-    Expect,
-    cap_cases,
-    grammar_cases,
-    method_cases,
-    not_found_cases,
-    problems,
-    quick,
-    repeat_cases,
-)
+from harness import strict
 from harness.support import get, request
 from harness.targets import Served
-from hypothesis import HealthCheck, Phase, settings
 
 from lab.contract import Endpoint, load
 
@@ -34,35 +20,35 @@ CONTRACT = load()
 CAPPED = [e for e in CONTRACT.endpoints if e.max_service_ms is not None]
 
 
-def assert_none(found: list[str], cases: list[Expect]) -> None:
+def assert_none(found: list[str], cases: list[strict.Expect]) -> None:
     shown = "\n".join(found[:8]) + (f"\n... and {len(found) - 8} more" if len(found) > 8 else "")
     assert not found, f"{len(found)} of {len(cases)} answers break the contract:\n{shown}"
 
 
 @pytest.mark.parametrize(
-    ("endpoint", "param"), PARAM_CASES, ids=[f"{e.name}-{p}" for e, p in PARAM_CASES]
+    ("endpoint", "param"), strict.PARAM_CASES, ids=[f"{e.name}-{p}" for e, p in strict.PARAM_CASES]
 )
 def test_integer_grammar(served: Served, endpoint: Endpoint, param: str) -> None:
-    cases = grammar_cases(endpoint, param)
-    assert_none(problems(served.url, cases), cases)
+    cases = strict.grammar_cases(endpoint, param)
+    assert_none(strict.problems(served.url, cases), cases)
 
 
-@pytest.mark.parametrize("endpoint", WITH_PARAMS, ids=[e.name for e in WITH_PARAMS])
+@pytest.mark.parametrize("endpoint", strict.WITH_PARAMS, ids=[e.name for e in strict.WITH_PARAMS])
 def test_repeated_and_unknown_params(served: Served, endpoint: Endpoint) -> None:
-    cases = repeat_cases(endpoint)
-    assert_none(problems(served.url, cases), cases)
+    cases = strict.repeat_cases(endpoint)
+    assert_none(strict.problems(served.url, cases), cases)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", strict.METHODS)
 def test_only_get(served: Served, method: str) -> None:
-    cases = method_cases(method)
-    assert_none(problems(served.url, cases), cases)
+    cases = strict.method_cases(method)
+    assert_none(strict.problems(served.url, cases), cases)
 
 
-@pytest.mark.parametrize("method", ["GET", "HEAD", "POST"])
+@pytest.mark.parametrize("method", strict.NOT_FOUND_METHODS)
 def test_unknown_path(served: Served, method: str) -> None:
-    cases = not_found_cases(method)
-    assert_none(problems(served.url, cases), cases)
+    cases = strict.not_found_cases(method)
+    assert_none(strict.problems(served.url, cases), cases)
     assert get(served.url, "/hello").status == 200
 
 
@@ -87,20 +73,15 @@ def test_oversized_request_line(served: Served, record_property: Any) -> None:
 # --- schemathesis ------------------------------------------------------------------------------
 
 
-@SCHEMA.parametrize()
-@settings(
-    deadline=None,
-    derandomize=True,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+@strict.SCHEMA.parametrize()
+@strict.SETTINGS
 def test_schemathesis(served: Served, case: Any) -> None:
-    quick(case)
+    strict.quick(case)
     case.call_and_validate(base_url=served.url)
 
 
 # Last for each server: a server that does not enforce the cap is left waiting 10-20 s.
 @pytest.mark.parametrize("endpoint", CAPPED, ids=[e.name for e in CAPPED])
 def test_total_wait_cap(served: Served, endpoint: Endpoint) -> None:
-    cases = cap_cases(endpoint)
-    assert_none(problems(served.url, cases), cases)
+    cases = strict.cap_cases(endpoint)
+    assert_none(strict.problems(served.url, cases), cases)

@@ -15,29 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.claims import (
-    capacity_problem,
-    cpu_claim_problem,
-    process_problem,
-    single_timing_problem,
-    stop_under_load_problem,
-    upstream_calls_problem,
-)
-from harness.strict import (
-    METHODS,
-    PARAM_CASES,
-    SCHEMA,
-    WITH_PARAMS,
-    cap_cases,
-    grammar_cases,
-    method_cases,
-    not_found_cases,
-    problems,
-    quick,
-    repeat_cases,
-)
+from harness import claims, strict
 from harness.support import get
-from hypothesis import HealthCheck, Phase, settings
 from schemathesis.core.failures import FailureGroup
 
 from lab.contract import load
@@ -66,18 +45,18 @@ def liar() -> Iterator[str]:
 
 def test_blocking_while_claiming_unbounded_is_caught(liar: str) -> None:
     capacity = get(liar, "/info").body["capacity"]["async"]
-    problem = capacity_problem(liar, CONTRACT["async"], capacity)
+    problem = claims.capacity_problem(liar, CONTRACT["async"], capacity)
     assert problem is not None and "should take 1 x" in problem, problem
 
 
 def test_answering_before_the_work_is_done_is_caught(liar: str) -> None:
-    problem = single_timing_problem(liar, CONTRACT["gather"])
+    problem = claims.single_timing_problem(liar, CONTRACT["gather"])
     assert problem is not None and "before its" in problem, problem
 
 
 def test_serving_more_than_claimed_is_caught(liar: str) -> None:
     capacity = get(liar, "/info").body["capacity"]["sync"]
-    problem = capacity_problem(liar, CONTRACT["sync"], capacity)
+    problem = claims.capacity_problem(liar, CONTRACT["sync"], capacity)
     assert problem is not None and "should take 2 x" in problem, problem
 
 
@@ -131,16 +110,16 @@ def info_of(proc: server.ServerProcess) -> dict[str, Any]:
 
 @pytest.mark.parametrize("endpoint", ["cpu", "cpu-pool"])
 def test_honest_cpu_claims_pass(honest: server.ServerProcess, endpoint: str) -> None:
-    assert cpu_claim_problem(honest.url, CONTRACT[endpoint], info_of(honest)) is None
+    assert claims.cpu_claim_problem(honest.url, CONTRACT[endpoint], info_of(honest)) is None
 
 
 def test_pool_claiming_8x_its_processes_is_caught(kit_liar: server.ServerProcess) -> None:
-    problem = cpu_claim_problem(kit_liar.url, CONTRACT["cpu-pool"], info_of(kit_liar))
+    problem = claims.cpu_claim_problem(kit_liar.url, CONTRACT["cpu-pool"], info_of(kit_liar))
     assert problem is not None and "serves fewer at once than it claims" in problem, problem
 
 
 def test_inline_cpu_claiming_unbounded_is_caught(kit_liar: server.ServerProcess) -> None:
-    problem = cpu_claim_problem(kit_liar.url, CONTRACT["cpu"], info_of(kit_liar))
+    problem = claims.cpu_claim_problem(kit_liar.url, CONTRACT["cpu"], info_of(kit_liar))
     assert problem is not None and "serves fewer at once than it claims" in problem, problem
 
 
@@ -148,13 +127,13 @@ def test_inline_cpu_claiming_unbounded_is_caught(kit_liar: server.ServerProcess)
 def test_honest_upstream_calls_pass(
     honest: server.ServerProcess, upstream: server.ServerProcess, endpoint: str
 ) -> None:
-    assert upstream_calls_problem(honest.url, upstream.url, CONTRACT[endpoint]) is None
+    assert claims.upstream_calls_problem(honest.url, upstream.url, CONTRACT[endpoint]) is None
 
 
 def test_upstream_that_sleeps_is_caught(
     kit_liar: server.ServerProcess, upstream: server.ServerProcess
 ) -> None:
-    problem = upstream_calls_problem(kit_liar.url, upstream.url, CONTRACT["upstream"])
+    problem = claims.upstream_calls_problem(kit_liar.url, upstream.url, CONTRACT["upstream"])
     assert problem is not None and "made 0 upstream call(s)" in problem, problem
 
 
@@ -162,7 +141,7 @@ def test_upstream_that_sleeps_is_caught(
 def test_honest_processes_pass(upstream: server.ServerProcess, workers: int) -> None:
     proc = start_kit(upstream.url, workers=workers)
     try:
-        problem = process_problem(proc, info_of(proc), rounds=6)
+        problem = claims.process_problem(proc, info_of(proc), rounds=6)
     finally:
         assert proc.stop().clean
     assert problem is None, problem
@@ -172,7 +151,7 @@ def test_one_process_reporting_workers_is_caught(upstream: server.ServerProcess)
     proc = start_kit(upstream.url, workers=2, spread=False)
     try:
         info = info_of(proc)
-        problem = process_problem(proc, info)
+        problem = claims.process_problem(proc, info)
     finally:
         assert proc.stop().clean
     assert info["workers"] == 2
@@ -181,7 +160,7 @@ def test_one_process_reporting_workers_is_caught(upstream: server.ServerProcess)
 
 def test_honest_stop_under_load_passes(upstream: server.ServerProcess) -> None:
     def one(group: bool) -> str | None:
-        return stop_under_load_problem(start_kit(upstream.url, workers=2), group=group)
+        return claims.stop_under_load_problem(start_kit(upstream.url, workers=2), group=group)
 
     with ThreadPoolExecutor(2) as threads:
         assert list(threads.map(one, [False, True])) == [None, None]
@@ -189,23 +168,14 @@ def test_honest_stop_under_load_passes(upstream: server.ServerProcess) -> None:
 
 def test_ignoring_sigterm_is_caught(upstream: server.ServerProcess) -> None:
     proc = start_kit(upstream.url, lies="ignore-sigterm")
-    problem = stop_under_load_problem(proc, group=False)
+    problem = claims.stop_under_load_problem(proc, group=False)
     assert problem is not None and "still running after 5s" in problem, problem
     assert not proc.alive()
 
 
-STRICT_TABLES = {
-    "grammar": [c for e, p in PARAM_CASES for c in grammar_cases(e, p)],
-    "repeats": [c for e in WITH_PARAMS for c in repeat_cases(e)],
-    "cap": [c for e in CONTRACT.endpoints if e.max_service_ms for c in cap_cases(e)],
-    "methods": [c for m in METHODS for c in method_cases(m)],
-    "not-found": [c for m in ("GET", "HEAD", "POST") for c in not_found_cases(m)],
-}
-
-
-@pytest.mark.parametrize("table", list(STRICT_TABLES))
+@pytest.mark.parametrize("table", list(strict.TABLES))
 def test_honest_strict_contract_passes(honest: server.ServerProcess, table: str) -> None:
-    assert problems(honest.url, STRICT_TABLES[table]) == []
+    assert strict.problems(honest.url, strict.TABLES[table]) == []
 
 
 @pytest.mark.parametrize(
@@ -222,35 +192,25 @@ def test_strict_contract_lies_are_caught(
     kit_liar: server.ServerProcess, table: str, evidence: str
 ) -> None:
     path = evidence.split()[1].split("?")[0]  # only that path's cases: a liar may be slow
-    cases = [c for c in STRICT_TABLES[table] if c.path.split("?")[0] == path]
-    found = problems(kit_liar.url, cases)
+    cases = [c for c in strict.TABLES[table] if c.path.split("?")[0] == path]
+    found = strict.problems(kit_liar.url, cases)
     assert any(p.startswith(evidence) for p in found), found[:5]
 
 
-@SCHEMA.parametrize()
-@settings(
-    deadline=None,
-    derandomize=True,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+@strict.SCHEMA.parametrize()
+@strict.SETTINGS
 def test_honest_passes_schemathesis(honest: server.ServerProcess, case: Any) -> None:
-    quick(case)
+    strict.quick(case)
     case.call_and_validate(base_url=honest.url)
 
 
 LIAR_FAILURES: list[str] = []  # what schemathesis found on the liar's /sync, in file order
 
 
-@SCHEMA.include(path="/sync").parametrize()
-@settings(
-    deadline=None,
-    derandomize=True,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+@strict.SCHEMA.include(path="/sync").parametrize()
+@strict.SETTINGS
 def test_schemathesis_runs_on_the_liar(kit_liar: server.ServerProcess, case: Any) -> None:
-    quick(case)
+    strict.quick(case)
     try:
         case.call_and_validate(base_url=kit_liar.url)
     except (AssertionError, FailureGroup) as failure:

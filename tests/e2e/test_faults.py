@@ -20,6 +20,7 @@ from harness.labrun import (
     check_meta,
     check_ok_row,
     csv_rows,
+    first_of_two_failed,
     is_cell_k6,
     only_run,
     run_lab,
@@ -28,7 +29,7 @@ from harness.labrun import (
 
 from lab.matrix import Cell
 from lab.proc import server
-from lab.run.folder import RunDir, mark_if_died
+from lab.run.folder import RunDir
 from lab.run.runner import Options, Runner
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
@@ -75,12 +76,7 @@ def test_child_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun], v
     time.sleep(0.7)
     proc.send_signal(signal.SIGKILL)
 
-    code = run_.wait(timeout=60)
-    assert code == 1, run_.stderr
-    assert "1 of 2 cells failed" in run_.stderr
-    run = only_run(out)
-    first, second = csv_rows(run)
-    assert first["status"] == "error"
+    run, first, second = first_of_two_failed(run_, out)
     assert first["verdict"] == "error" and first["efficiency"] == ""  # no model verdict
     if victim == "upstream":
         assert f"the upstream service (pid {proc.pid}) was killed by SIGKILL" in first["error"]
@@ -120,8 +116,7 @@ def test_kill_9_mid_cell_leaves_nothing_then_resume_completes(
     assert not run_.leftovers(), f"left after 2 s: {run_.leftovers()}"
     assert not _bound(run_.ports)
     run = only_run(out)
-    meta = mark_if_died(run)
-    assert meta["status"] == "died"  # the supervisor marked it
+    assert run.mark_if_died().status == "died"  # the supervisor marked it
 
     again = lab_run("bench", "fastapi", "upstream", "--resume", run.run_id, "--out", str(out))
     assert again.wait(timeout=90) == 0, again.stderr
@@ -154,7 +149,7 @@ def test_double_sigterm_mid_cell_stops_everything(
     took = time.monotonic() - sent
     assert took < 3, f"the runner took {took:.1f} s to stop (the cell had 19 s to go)"
     assert "Traceback" not in run_.stderr
-    assert only_run(out).meta()["status"] == "interrupted"
+    assert only_run(out).meta().status == "interrupted"
     assert_nothing_left(run_, out)
 
 
@@ -231,10 +226,10 @@ def test_full_disk(tmp_path: Path) -> None:
         assert done.returncode == 1, done.stderr
         assert "full" in done.stderr or "No space left" in done.stderr
         run = only_run(out)
-        assert not (run.path / "run.json.tmp").exists()
-        assert mark_if_died(run)["status"] != "running"
+        assert not list(run.path.glob("run.json*tmp"))
+        assert run.mark_if_died().status != "running"
         for row in run.rows():
-            assert row["status"] == "ok" or "disk is full" in row["error"]
+            assert row.status == "ok" or "disk is full" in row.error
     finally:
         subprocess.run(["umount", str(out)], check=False)
 
@@ -251,8 +246,8 @@ def test_hung_k6_is_an_error_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     cell = Cell("gin", "release", "sync", (("ms", 1),), 2, None, "1s", 1)
     started = time.monotonic()
     row = runner.cell(cell, 1)
-    assert row["status"] == "error"
-    assert "k6 did not finish within 2 s (hung?) and was stopped" in row["error"]
+    assert row.status == "error"
+    assert "k6 did not finish within 2 s (hung?) and was stopped" in row.error
     assert time.monotonic() - started < 30
     left = []
     for p in psutil.Process().children(recursive=True):  # k6, its sleep, the server

@@ -14,8 +14,7 @@ import pytest
 
 from lab import ROOT
 from lab.record import CellResult
-from lab.run.folder import RunDir
-from lab.run.runner import KNOBS
+from lab.run.folder import KNOBS, RunDir
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
 
@@ -43,7 +42,7 @@ def bench(tmp_path: Path, *args: str, measure_k6: bool = False) -> CellResult:
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    (row,) = RunDir(out / "latest").records()
+    (row,) = RunDir(out / "latest").rows()
     assert row.status == "ok", row.error
     return row
 
@@ -120,7 +119,7 @@ def test_loadgen_bound_hello_and_k6_measured(tmp_path: Path) -> None:
     assert row.loadgen_us and 20 < row.loadgen_us < 500  # µs of k6 CPU per request
     assert row.loadgen_rps_max == pytest.approx(1e6 / row.loadgen_us, rel=0.01)
     meta = RunDir(next(p for p in (tmp_path / "out").iterdir() if p.name != "latest")).meta()
-    assert meta["loadgen"][0]["source"].startswith("measured")
+    assert meta.loadgen and meta.loadgen[0]["source"].startswith("measured")
 
 
 def test_censored_cell_is_lengthened(tmp_path: Path) -> None:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from harness.labrun import ENV  # the lab CLI in a child, with the session's own run lock
+from harness.labrun import ENV, run_in_root  # ENV: the session's own run lock
 
 from lab import ROOT
 from lab.report import posts
+from lab.run.folder import read_run
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
 
@@ -36,15 +36,7 @@ def test_reproduce_the_smallest_post_for_real(tmp_path: Path) -> None:
         "lab.matrix.MATRIX_DIR = Path(sys.argv[1]); from lab.cli import main; "
         "sys.exit(main(['reproduce', 'flask-workers', '--out', sys.argv[2]]))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(matrices), str(out)],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_in_root([sys.executable, "-c", script, str(matrices), str(out)], ENV, 120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "published / measured here / predicted by the model" in done.stdout
     run = (out / "latest").resolve()
@@ -53,7 +45,7 @@ def test_reproduce_the_smallest_post_for_real(tmp_path: Path) -> None:
     # an interrupted reproduction resumes as the bench-all it is
     assert meta["command"] == ["bench-all", "--matrix", "flask-workers", "--out", str(out)]
     assert next(iter(meta["servers"].values()))["workers"] == 4
-    rep = posts.from_run(run)
+    rep = posts.from_run(read_run(run))
     assert rep is not None
     got = {line.claim.id: line for line in rep.lines}
     assert set(got) == {"sync-all", "sync-staircase"}

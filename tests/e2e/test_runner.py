@@ -21,6 +21,7 @@ from harness.labrun import (
     check_meta,
     check_ok_row,
     csv_rows,
+    first_of_two_failed,
     is_cell_k6,
     is_gin,
     only_run,
@@ -30,9 +31,10 @@ from harness.labrun import (
 
 from lab.matrix import Cell
 from lab.proc import server
+from lab.record import CellResult, RunMeta
 from lab.run import loadgen
 from lab.run.folder import RunDir
-from lab.run.runner import cpu_split, estimate_s, resume_cells
+from lab.run.runner import cpu_split, estimate_s
 from lab.targets import discover
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
@@ -100,12 +102,7 @@ def test_server_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun]) 
     assert run_dir.rows() == []  # still the first cell
     gin.send_signal(signal.SIGKILL)
 
-    code = run_.wait(timeout=60)
-    assert code == 1, run_.stderr
-    assert "1 of 2 cells failed" in run_.stderr
-    run = only_run(out)
-    first, second = csv_rows(run)
-    assert first["status"] == "error"
+    run, first, second = first_of_two_failed(run_, out)
     assert "the server was killed by SIGKILL during the cell" in first["error"]
     assert "\n" not in first["error"]
     assert first["repeat"] != second["repeat"]
@@ -140,7 +137,7 @@ def test_interrupt_then_resume(tmp_path: Path, lab_run: Callable[..., LabRun]) -
 
     run = only_run(out)
     assert f"--resume {run.run_id}" in run_.stderr
-    meta = run.meta()
+    meta = run.meta().to_json()
     assert meta["status"] == "interrupted"
     assert len(meta["cells"]) == 3
     (kept,) = csv_rows(run)
@@ -264,18 +261,17 @@ def test_cpu_split(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cpu_split() == (None, None)
 
 
-def test_estimate_and_resume_cells(tmp_path: Path) -> None:
+def test_estimate_and_done_cells(tmp_path: Path) -> None:
     cells = [Cell("gin", "release", "sync", (("ms", 1),), 1, None, "2s", r) for r in (1, 2, 3)]
     assert estimate_s(cells) == pytest.approx(3 * 2.0 + 3 * 4.0)
     run = RunDir.create(tmp_path)
-    run.write_meta({"cells": [c.to_json() for c in cells]})
-    run.append({"cell": cells[1].id, "status": "ok"})
-    run.append({"cell": cells[2].id, "status": "error", "error": "k6 was killed by SIGKILL"})
-    got, done = resume_cells(run)
-    assert got == cells
-    assert done == {cells[1].id}  # an error row is not done: resume runs its cell again
+    run.write_meta(RunMeta(cells=[c.to_json() for c in cells]))
+    run.append(CellResult(cell=cells[1].id, status="ok"))
+    run.append(CellResult(cell=cells[2].id, status="error", error="k6 was killed by SIGKILL"))
+    assert [Cell.from_json(c) for c in run.meta().cells or []] == cells
+    assert run.done() == {cells[1].id}  # an error row is not done: resume runs its cell again
     assert run.retry_errors() == 1
-    assert [r["cell"] for r in run.rows()] == [cells[1].id]
+    assert [r.cell for r in run.rows()] == [cells[1].id]
     with run.retried_path.open(newline="") as f:
         (moved,) = csv.DictReader(f)
     assert (moved["cell"], moved["error"]) == (cells[2].id, "k6 was killed by SIGKILL")

@@ -1,6 +1,7 @@
 """The lab CLI as a watched subprocess (`python -m lab ARGS`, every process below it recorded,
 so a test can prove that nothing of a run is left afterwards), and readers of the run folder
-it writes. Used by the end-to-end tests and by the unit tests of CLI mistakes."""
+it writes; commands run to their end in the repository (the lab CLI, `k6 inspect`). Used by
+the end-to-end tests and by the unit tests of CLI mistakes and of k6's environment."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ import pytest
 from lab import ROOT
 from lab.contract import load
 from lab.proc import server
-from lab.run.folder import COLUMNS, RunDir
-from lab.run.runner import KNOBS, cpu_split
+from lab.run import loadgen
+from lab.run.folder import COLUMNS, KNOBS, RunDir
+from lab.run.runner import cpu_split
 
 # The runner's environment: nothing from the shell that k6 or the servers would read.
 SHELL_KNOBS = {"RATE", "MS", "N", "TIMEOUT", "GRACEFUL_STOP", "PORT", "HOST", "PYTHON", "LAB_K6"}
@@ -141,19 +143,27 @@ def is_gin(p: psutil.Process) -> bool:
     return p.cwd() == str(ROOT / "go" / "gin") and p.name() == "gin"
 
 
+def run_in_root(
+    command: list[str], env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """A command in the repository's root, to its end, its output captured as text (its exit
+    status is the caller's to check)."""
+    return subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
 def run_lab(
     *args: str, timeout: float = 60, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`python -m lab ARGS` to its end, output captured (for commands that end by themselves)."""
-    return subprocess.run(
-        [sys.executable, "-m", "lab", *args],
-        cwd=ROOT,
-        env={**ENV, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_in_root([sys.executable, "-m", "lab", *args], {**ENV, **(env or {})}, timeout)
+
+
+def k6_inspect(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """k6 reads the environment at init (inspect: the script's options, no requests)."""
+    command = [loadgen.binary(), "inspect", "--include-system-env-vars", str(loadgen.SCRIPT)]
+    return run_in_root(command, env, 30)
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float, run: LabRun) -> Any:
@@ -182,6 +192,18 @@ def assert_nothing_left(run: LabRun, out: Path) -> None:
 
 
 # --- reading a run folder ----------------------------------------------------------------
+
+
+def first_of_two_failed(run: LabRun, out: Path) -> tuple[RunDir, dict[str, str], dict[str, str]]:
+    """A run of two cells whose first one failed, to its end: exit status 1, the failure
+    counted on stderr. Its folder and its two rows (the first an error)."""
+    code = run.wait(timeout=60)
+    assert code == 1, run.stderr
+    assert "1 of 2 cells failed" in run.stderr
+    folder = only_run(out)
+    first, second = csv_rows(folder)
+    assert first["status"] == "error"
+    return folder, first, second
 
 
 def only_run(out: Path) -> RunDir:
@@ -236,7 +258,7 @@ def check_ok_row(row: dict[str, str], run: RunDir, info: dict[str, Any]) -> None
 
 
 def check_meta(run: RunDir, status: str, server_key: str, framework: str) -> dict[str, Any]:
-    meta = run.meta()
+    meta = run.meta().to_json()
     assert meta["run_id"] == run.run_id
     assert meta["status"] == status
     assert re.fullmatch(r"[0-9a-f]{40}", meta["git_commit"])

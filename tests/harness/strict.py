@@ -1,5 +1,6 @@
-"""The strict contract's edge cases as data, and the checks that compare a server's answer
-with them; shared by test_strict_contract.py and the bites. Every expected message comes
+"""The strict contract's edge cases as data, the checks that compare a server's answer with
+them, and schemathesis (the schema, how its tests run); shared by test_strict_contract.py and
+the bites. Every expected message comes
 from the contract's x-lab.errors templates."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import schemathesis
+from hypothesis import HealthCheck, Phase, settings
 
 from harness.support import Raw, request
 from lab.contract import OPENAPI, Endpoint, load
@@ -228,6 +230,7 @@ def method_cases(method: str) -> list[Expect]:
 
 
 NOT_FOUND_PATHS = ["/no-such-endpoint", "/hello/extra", "/HELLO", "/sync/", "/"]
+NOT_FOUND_METHODS = ["GET", "HEAD", "POST"]
 
 
 def not_found_cases(method: str) -> list[Expect]:
@@ -243,6 +246,16 @@ def not_found_cases(method: str) -> list[Expect]:
     ]
 
 
+# Every table above, whole: what the bites check the honest kit and the liar with.
+TABLES = {
+    "grammar": [c for e, p in PARAM_CASES for c in grammar_cases(e, p)],
+    "repeats": [c for e in WITH_PARAMS for c in repeat_cases(e)],
+    "cap": [c for e in CONTRACT.endpoints if e.max_service_ms for c in cap_cases(e)],
+    "methods": [c for m in METHODS for c in method_cases(m)],
+    "not-found": [c for m in NOT_FOUND_METHODS for c in not_found_cases(m)],
+}
+
+
 # --- schemathesis: the contract file's schema, generated values kept small -------------------
 
 SCHEMA = schemathesis.openapi.from_path(OPENAPI)
@@ -250,6 +263,15 @@ SCHEMA.config.generation.update(
     modes=["positive", "negative"], max_examples=3, deterministic=True, no_shrink=True
 )
 SCHEMA.config.update(request_timeout=10)
+# How every schemathesis test runs (@SCHEMA.parametrize(), then @SETTINGS): the explicit
+# examples, then generated cases, the same ones every time, with no deadline and no health
+# checks.
+SETTINGS = settings(
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 
 # Generated valid values are capped so that no request waits long: the contract's bounds
 # allow 10 s waits and 20 M iterations, which the hand-written tables cover instead.

@@ -18,7 +18,7 @@ from lab import ROOT, interpreters
 from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, python_of
 from lab.proc import server
 from lab.report import build
-from lab.report.groups import read_run
+from lab.report.groups import read_grouped
 from lab.report.pythons import interpreters as section
 from lab.report.pythons import interpreters_md
 from lab.run.folder import COLUMNS
@@ -243,7 +243,7 @@ TWO = [
 
 
 def test_section_compares_interpreters_side_by_side(tmp_path: Path) -> None:
-    data = section(read_run(write_run(tmp_path / "run", TWO, RECORD)), None)
+    data = section(read_grouped(write_run(tmp_path / "run", TWO, RECORD)), None)
     assert data is not None
     assert data.labels == ["3.11", "3.13"] and data.baseline == "3.11"
     assert [(i.version, i.gil, i.cells) for i in data.used] == [
@@ -281,7 +281,7 @@ def test_free_threaded_is_named_not_hidden(tmp_path: Path) -> None:
     # One interpreter and a free-threaded one set up but unused: no comparison, but said.
     ft = {**RECORD["used"][1], "label": "3.13t", "free_threaded": True, "env": ".venvs/3.13t"}
     record = {"used": RECORD["used"][:1], "available": [*RECORD["used"], ft]}
-    data = section(read_run(write_run(tmp_path / "one", TWO[:1], record)), None)
+    data = section(read_grouped(write_run(tmp_path / "one", TWO[:1], record)), None)
     assert data is not None and not data.rows and data.chart is None
     assert "3.13t) was set up but this run did not use it" in data.free_threaded
     # A free-threaded interpreter used: whether the GIL really was off, from the rows.
@@ -289,11 +289,11 @@ def test_free_threaded_is_named_not_hidden(tmp_path: Path) -> None:
         row("fastapi/uvicorn+py3.13t/async?ms=100@vus=50", "3.13.0", 480.0, 120.0, gil="false"),
         row("flask/gunicorn+py3.13t/sync?ms=100@vus=50", "3.13.0", 10.0, 5000.0, gil="true"),
     ]
-    data = section(read_run(write_run(tmp_path / "ft", rows, {"used": [ft]})), None)
+    data = section(read_grouped(write_run(tmp_path / "ft", rows, {"used": [ft]})), None)
     assert data is not None
     assert data.used[0].gil == "off in 1 of 2 cells"
     assert "3.13t is a free-threaded build; the GIL was off in 1 of 2 cells" in data.free_threaded
     # A Go-only run has no interpreter section.
     go = write_run(tmp_path / "go", [TWO[-1]], {"used": [], "available": []})
-    assert section(read_run(go), None) is None
-    assert interpreters_md(read_run(tmp_path / "go")) == []
+    assert section(read_grouped(go), None) is None
+    assert interpreters_md(read_grouped(tmp_path / "go")) == []

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.labrun import k6_inspect
 
-from lab import ROOT
 from lab.matrix import Cell
 from lab.run import loadgen
 
@@ -75,14 +74,16 @@ def test_parse_summary_of_nothing() -> None:
     assert row["lat_p95_ms"] is None
 
 
-def test_parse_summary_failed_rate() -> None:
+def with_failed(rate: float, passes: int, fails: int) -> dict[str, Any]:
+    """SUMMARY with other values of http_req_failed (a failed request counts as a pass)."""
     data = copy.deepcopy(SUMMARY)
-    data["metrics"]["http_req_failed{scenario:main}"]["values"] = {
-        "rate": 0.25,
-        "passes": 40,
-        "fails": 121,
-    }
-    row = loadgen.parse_summary(data)
+    values = {"rate": rate, "passes": passes, "fails": fails}
+    data["metrics"]["http_req_failed{scenario:main}"]["values"] = values
+    return data
+
+
+def test_parse_summary_failed_rate() -> None:
+    row = loadgen.parse_summary(with_failed(rate=0.25, passes=40, fails=121))
     assert row["failed_rate"] == 0.25
     # throughput and requests count the successful ones only
     assert (row["requests"], row["failed_requests"]) == (121, 40)
@@ -90,12 +91,7 @@ def test_parse_summary_failed_rate() -> None:
 
 
 def test_parse_summary_names_the_failures() -> None:
-    data = copy.deepcopy(SUMMARY)
-    data["metrics"]["http_req_failed{scenario:main}"]["values"] = {
-        "rate": 0.1,
-        "passes": 16,
-        "fails": 145,
-    }
+    data = with_failed(rate=0.1, passes=16, fails=145)
     for name, count in (("failed_502", 13), ("failed_timeout", 2), ("failed_network", 1)):
         data["metrics"][name] = {"type": "counter", "values": {"count": count, "rate": 1.0}}
     row = loadgen.parse_summary(data)
@@ -179,15 +175,7 @@ def test_environment_is_what_lab_js_accepts(
     """k6 itself reads the environment (inspect runs the script's init, no requests)."""
     c = Cell("gin", "release", "upstream-seq", (("ms", 20), ("n", 3)), 4, rate, "3s", 1)
     env = loadgen.environment(c, "http://127.0.0.1:9", tmp_path / "s.json", 2)
-    done = subprocess.run(
-        [loadgen.binary(), "inspect", "--include-system-env-vars", str(loadgen.SCRIPT)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    done = k6_inspect(env)
     assert done.returncode == 0, done.stderr
     scenarios = json.loads(done.stdout)["scenarios"]
     assert set(scenarios) == {"main", "canary"}

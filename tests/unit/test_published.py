@@ -7,21 +7,20 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.labrun import run_lab  # the lab CLI in a child, with the session's own run lock
+from harness.labrun import k6_inspect, run_lab  # run_lab: the session's own run lock
 
 from lab import ROOT
 from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix
 from lab.report import posts
 from lab.report import published as report_published
-from lab.report.groups import read_run
+from lab.report.groups import read_grouped
 from lab.run import loadgen
-from lab.run.folder import COLUMNS
+from lab.run.folder import COLUMNS, read_rows, read_run
 from lab.targets import UnknownChoice
 
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit
@@ -212,19 +211,6 @@ def test_cell_with_iterations_round_trips_and_old_cells_still_load() -> None:
     assert Cell.from_json(old).iterations is None
 
 
-def k6_inspect(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """k6 reads the environment at init (inspect: the script's options, no requests)."""
-    return subprocess.run(
-        [loadgen.binary(), "inspect", "--include-system-env-vars", str(loadgen.SCRIPT)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-
-
 def test_k6_runs_a_fixed_number_of_requests_without_the_canary(tmp_path: Path) -> None:
     c = Cell("gin", "release", "sync", (("ms", 5),), 16, None, "30s", 1, iterations=3)
     env = loadgen.environment(c, "http://127.0.0.1:9", tmp_path / "s.json", 5)
@@ -269,7 +255,7 @@ def measured(claim: posts.Claim, rows: list[dict[str, str]]) -> posts.Line:
             writer = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
-        results = posts.read_results(path)
+        results = posts.ok_by_key(read_rows(path))
     names = [claim.cell] + ([claim.minus] if claim.minus else [])
     return posts.measure([claim], keys_for(*names), results)[0]
 
@@ -372,7 +358,7 @@ def fixture_run(tmp_path: Path, name: str = "flask-workers") -> Path:
 
 
 def test_table_from_a_fixture_run(tmp_path: Path) -> None:
-    rep = posts.from_run(fixture_run(tmp_path))
+    rep = posts.from_run(read_run(fixture_run(tmp_path)))
     assert rep is not None and rep.post.name == "flask-workers"
     got = {line.claim.id: (line.measured, line.predicted) for line in rep.lines}
     assert got == {
@@ -407,9 +393,9 @@ def test_report_section_and_summary(tmp_path: Path) -> None:
 
 def test_no_section_for_other_runs(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text(json.dumps({"matrix": load_matrix("quick").to_json()}))
-    assert report_published.claims(read_run(tmp_path), None) is None  # type: ignore[arg-type]
-    assert report_published.markdown(read_run(tmp_path)) == ""
-    assert posts.from_run(tmp_path / "missing") is None
+    assert report_published.claims(read_grouped(tmp_path), None) is None  # type: ignore[arg-type]
+    assert report_published.markdown(read_grouped(tmp_path)) == ""
+    assert posts.from_run(read_run(tmp_path / "missing")) is None
 
 
 def test_a_broken_post_in_run_json_is_one_line_in_the_report(tmp_path: Path) -> None:
@@ -417,7 +403,7 @@ def test_a_broken_post_in_run_json_is_one_line_in_the_report(tmp_path: Path) -> 
     meta = json.loads((run / "run.json").read_text())
     meta["matrix"]["post"]["claims"][0]["metric"] = "speed"
     (run / "run.json").write_text(json.dumps(meta))
-    claims = report_published.claims(read_run(run), None)  # type: ignore[arg-type]
+    claims = report_published.claims(read_grouped(run), None)  # type: ignore[arg-type]
     assert claims is not None and "could not be read" in claims.problem
 
 

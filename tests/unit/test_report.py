@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from lab import report
-from lab.report import sections
+from lab.report import document, sections
+from lab.report.groups import NOISY_CV
+from lab.report.html import SCRIPT
 
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit
 
@@ -182,7 +184,7 @@ def test_repetitions_table(page: str) -> None:
     # the CSV has the repeats interleaved (#2, #1, #3); the report lists them in repeat order
     assert fixture_rps("fastapi/uvicorn/blocking?ms=100@vus=10") == [20.0, 18.4, 14.0]
     assert blocking["rps per repeat"] == "18.4, 20.0, 14.0"
-    assert report.NOISY_CV == 0.05
+    assert NOISY_CV == 0.05
 
 
 def test_errors_canary_and_provenance(page: str) -> None:
@@ -296,7 +298,7 @@ def test_partial_empty_and_broken_runs(tmp_path: Path) -> None:
 
 def test_every_registered_section_has_its_template_and_no_template_is_orphaned() -> None:
     folder = Path(report.__file__).parent / "templates" / "sections"
-    registered = [s.anchor for s in report.SECTIONS]
+    registered = [s.anchor for s in document.SECTIONS]
     assert sorted(registered) == sorted(p.name.removesuffix(".html.j2") for p in folder.iterdir())
     shown = [a for a in registered if a != "published"]  # only runs of `just reproduce`
     assert ["model", *shown] == SECTIONS  # the page's order
@@ -397,7 +399,7 @@ def test_browser_check_catches_a_broken_page(tmp_path: Path) -> None:
     bad = tmp_path / "bad.html"
     bad.write_text(
         '<!DOCTYPE html><html><body><figure class="chart"><img src="missing.png"></figure>'
-        f"<script>undefinedFunction();</script><script>{report.SCRIPT}</script></body></html>"
+        f"<script>undefinedFunction();</script><script>{SCRIPT}</script></body></html>"
     )
     result = chromium(tmp_path, "--dump-dom", bad.as_uri())
     assert rendered(result.stdout) == (1, 0)
