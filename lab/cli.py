@@ -15,13 +15,13 @@ from lab import report, targets
 from lab.errors import USAGE_ERROR, UsageError
 from lab.matrix import MatrixError
 from lab.proc import runlock, server
-from lab.report import compare, posts
-from lab.run import bench, loadgen, serve
+from lab.report import compare
+from lab.run import bench, loadgen, reproduce, serve
 from lab.targets import UnknownChoice
 from lab.tools import docs, scaffold
 
 # `lab --help` lists the commands in this order.
-COMMANDS = (targets, server, serve, bench, posts, report, compare, scaffold, docs)
+COMMANDS = (targets, server, serve, bench, reproduce, report, compare, scaffold, docs)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,10 +1,10 @@
 """A run's two records, typed. `CellResult` is one measured cell: it owns every column of
 results.csv, its type and its CSV form; the runner fills one, `RunDir.append` writes it and
-`lab.run.folder.read_rows` (the one reader of results.csv) reads it back with the same types. A
+`lab.rundir.read_rows` (the one reader of results.csv) reads it back with the same types. A
 column is added here, once. `RunMeta` is run.json: the run's provenance and state, its keys in
 the order the runner has always written them, and the one rule for a run whose runner is gone.
 
-Both sit here, in the top layer, rather than in lab.run.folder (which owns the folder they live
+Both sit here, in the top layer, rather than in lab.rundir (which owns the folder they live
 in) because the supervisor (lab.proc.supervisor) marks a run `died` after a kill -9 of its
 runner, and lab.proc may not import lab.run."""
 

@@ -8,7 +8,7 @@ The parts, one job each: document.py lists the sections in order and builds the 
 (build() below loads it on first use, as it imports matplotlib), sections.py selects the data
 of each section, templates/ and static/ hold the prose, markup, CSS and JS, html.py renders
 them, figures.py writes the charts of lab/report/charts.py as SVG and PNG, summary.py writes
-summary.md; groups.py folds the repeats of each cell of the run that lab.run.folder reads
+summary.md; groups.py folds the repeats of each cell of the run that lab.rundir reads
 back. `lab report` (its parser and function) is at the end of this file.
 
 To add a section, three pieces:
@@ -41,7 +41,7 @@ from pathlib import Path
 
 from lab.arguments import add_command
 from lab.errors import UsageError
-from lab.run.folder import RunDir, resolve
+from lab.rundir import RunDir, resolve
 
 
 def build(run_dir: Path) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 from lab.arguments import add_command
 from lab.errors import UsageError
 from lab.report.groups import NOISY_CV, Group, read_grouped
-from lab.run.folder import resolve
+from lab.rundir import resolve
 
 # Without repetitions a run says nothing about its own noise; assume the level above which
 # repeated cells count as noisy.

@@ -1,4 +1,4 @@
-"""A run read back (lab.run.folder.read_run) with the repetitions of each cell folded into
+"""A run read back (lab.rundir.read_run) with the repetitions of each cell folded into
 groups (median, CV): what the report and `lab compare` read."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from lab import model
 from lab.contract import load as load_contract
 from lab.matrix import python_of, python_suffix
 from lab.record import CellResult, RunMeta
-from lab.run.folder import Run, read_run
+from lab.rundir import Run, read_run
 
 # Repeats of one cell whose throughput varies more than this (coefficient of variation: the
 # sample standard deviation of their rps over its mean) are flagged noisy. Back-to-back runs on

@@ -27,7 +27,6 @@ function are at the end of this file.
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import string
@@ -35,12 +34,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lab.arguments import add_command
 from lab.contract import load as load_contract
 from lab.matrix import Matrix, MatrixError, load_matrix, names, spec_cell
 from lab.record import CellResult
-from lab.run import bench
-from lab.run.folder import Run
+from lab.rundir import Run
 from lab.targets import UnknownChoice, discover
 
 METRICS = ("rps", "latency_ms", "latency_s", "makespan_s", "total_s")
@@ -337,36 +334,3 @@ def markdown(rep: Reproduction) -> str:
     for line in rep.lines:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells_of(line)) + " |")
     return "\n".join(lines) + "\n"
-
-
-# --- the command: `lab reproduce [POST]` ---------------------------------------------------
-
-
-def cmd_reproduce(args: argparse.Namespace) -> int:
-    """Re-create a widely read post's experiment with the lab's endpoints and print, per
-    published figure, what the post published, what this machine measures and what the
-    capacity model predicts. The same as bench-all --matrix POST."""
-    if args.post is None:
-        print("posts the lab re-creates (just reproduce POST):")
-        for name in posts():
-            matrix = load_matrix(name)
-            post = post_of(matrix)
-            claims = len(claims_of(matrix))
-            print(f"  {name:<14} {post.citation}: {len(matrix.cells)} cells, {claims} figures")
-        return 0
-    matrix = load_post(args.post)
-    claims_of(matrix)  # a broken post file: one line before anything starts
-    # run.json records the bench-all it is, so an interrupted reproduction resumes as one
-    argv = ["bench-all", "--matrix", args.post, *bench.run_flags(args)]
-    return bench.run(bench.bench_all_arguments(argv[1:]), all_targets=True, argv=argv)
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = add_command(
-        sub,
-        "reproduce",
-        cmd_reproduce,
-        "re-run a published post's experiment (no name: list the posts)",
-    )
-    p.add_argument("post", nargs="?", help="the post's name; omit it to list them")
-    bench.run_arguments(p)

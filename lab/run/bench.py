@@ -2,7 +2,7 @@
 that end a mistake in one line before anything starts, then the run itself with its lock,
 its children's session, and an end that keeps every row however it stops (Ctrl-C, a full
 disk). The commands' options are defined at the end of this file (`lab reproduce` shares
-their run flags); lab/run/runner.py measures the cells, lab/run/folder.py keeps the run's
+their run flags); lab/run/runner.py measures the cells, lab/rundir.py keeps the run's
 folder."""
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from lab.model import MAX_CELL_S
 from lab.proc import children, interrupt, runlock, server
 from lab.record import RunMeta
 from lab.run import loadgen
-from lab.run.folder import RESULTS_DIR, RunDir, read_run, resolve
 from lab.run.progress import clock
 from lab.run.runner import OVERHEAD_ESTIMATE_S, Options, Runner, estimate_s, summary_table
+from lab.rundir import RESULTS_DIR, RunDir, read_run, resolve
 from lab.targets import Profile, Target, UnknownChoice, discover, find
 
 
@@ -327,7 +327,9 @@ def _open(plan: Plan, base: Path, argv: list[str]) -> tuple[RunDir, RunMeta, Run
         raise UsageError(f"cannot create a run folder in {base}: {exc.strerror}") from None
     runner = Runner(run, plan.options)
     cpus = {"server": runner.server_cpus, "k6": runner.k6_cpus}
-    meta = run.start(plan.cells, plan.matrix or {}, argv, plan.options.to_json(), cpus)
+    meta = run.start(
+        plan.cells, plan.matrix or {}, argv, plan.options.to_json(), cpus, loadgen.binary()
+    )
     return run, meta, runner
 
 

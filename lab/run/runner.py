@@ -17,15 +17,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab import interpreters, model
+from lab import interpreters, model, rundir
 from lab.contract import load
 from lab.matrix import Cell
 from lab.proc import children, interrupt, probe, server
 from lab.proc.sampler import Sampler
 from lab.record import CellResult, utc_now
-from lab.run import calibrate, folder, loadgen
-from lab.run.folder import RunDir
+from lab.run import calibrate, loadgen
 from lab.run.progress import Progress, clock
+from lab.rundir import RunDir
 from lab.targets import find
 
 OVERHEAD_ESTIMATE_S = 4.0  # start, health, warm-up, stop: what a cell costs beyond its load
@@ -501,8 +501,8 @@ def _exit_code(proc: server.ServerProcess | None) -> int | None:
 
 
 def _disk_note(path: Path) -> str:
-    free = folder.free_bytes(path)
-    if free is not None and free < folder.DISK_LOW_BYTES:
+    free = rundir.free_bytes(path)
+    if free is not None and free < rundir.DISK_LOW_BYTES:
         return f" (the results disk is full: {free} bytes free at {path})"
     return ""
 

@@ -29,8 +29,8 @@ from harness.labrun import (
 
 from lab.matrix import Cell
 from lab.proc import server
-from lab.run.folder import RunDir
 from lab.run.runner import Options, Runner
+from lab.rundir import RunDir
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
 

@@ -14,7 +14,7 @@ import pytest
 
 from lab import ROOT
 from lab.record import CellResult
-from lab.run.folder import KNOBS, RunDir
+from lab.rundir import KNOBS, RunDir
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
 

@@ -11,7 +11,7 @@ from harness.labrun import ENV, run_in_root  # ENV: the session's own run lock
 
 from lab import ROOT
 from lab.report import posts
-from lab.run.folder import read_run
+from lab.rundir import read_run
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
 

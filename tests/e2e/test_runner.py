@@ -33,8 +33,8 @@ from lab.matrix import Cell
 from lab.proc import server
 from lab.record import CellResult, RunMeta
 from lab.run import loadgen
-from lab.run.folder import RunDir
 from lab.run.runner import cpu_split, estimate_s
+from lab.rundir import RunDir
 from lab.targets import discover
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e

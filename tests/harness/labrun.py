@@ -25,8 +25,8 @@ from lab import ROOT
 from lab.contract import load
 from lab.proc import server
 from lab.run import loadgen
-from lab.run.folder import COLUMNS, KNOBS, RunDir
 from lab.run.runner import cpu_split
+from lab.rundir import COLUMNS, KNOBS, RunDir
 
 # The runner's environment: nothing from the shell that k6 or the servers would read.
 SHELL_KNOBS = {"RATE", "MS", "N", "TIMEOUT", "GRACEFUL_STOP", "PORT", "HOST", "PYTHON", "LAB_K6"}

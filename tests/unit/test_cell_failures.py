@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from lab.run import folder, runner
+from lab import rundir
+from lab.run import runner
 from lab.run.runner import (
     FAILED_SHARE_MAX,
     CellFacts,
@@ -218,11 +219,11 @@ def test_the_threshold_is_a_tenth_of_a_percent_and_reaching_it_is_allowed() -> N
 def test_the_disk_note_only_when_the_disk_is_nearly_full(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(folder, "free_bytes", lambda path: 12)
+    monkeypatch.setattr(rundir, "free_bytes", lambda path: 12)
     assert _disk_note(tmp_path) == f" (the results disk is full: 12 bytes free at {tmp_path})"
-    monkeypatch.setattr(folder, "free_bytes", lambda path: folder.DISK_LOW_BYTES)
+    monkeypatch.setattr(rundir, "free_bytes", lambda path: rundir.DISK_LOW_BYTES)
     assert _disk_note(tmp_path) == ""
-    monkeypatch.setattr(folder, "free_bytes", lambda path: None)  # unknown: say nothing
+    monkeypatch.setattr(rundir, "free_bytes", lambda path: None)  # unknown: say nothing
     assert _disk_note(tmp_path) == ""
 
 

@@ -21,7 +21,7 @@ from lab.report import build
 from lab.report.groups import read_grouped
 from lab.report.pythons import interpreters as section
 from lab.report.pythons import interpreters_md
-from lab.run.folder import COLUMNS
+from lab.rundir import COLUMNS
 from labkit import info as labkit_info
 
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit

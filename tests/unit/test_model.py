@@ -301,7 +301,7 @@ def test_k6_cost_where_k6_binds_is_its_cpus_over_its_top_rate() -> None:
 
 def test_k6_is_calibrated_once_per_vu_count(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     from lab.run import calibrate, runner
-    from lab.run.folder import RunDir
+    from lab.rundir import RunDir
 
     calls: list[int] = []
 

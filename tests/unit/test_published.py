@@ -20,7 +20,7 @@ from lab.report import posts
 from lab.report import published as report_published
 from lab.report.groups import read_grouped
 from lab.run import loadgen
-from lab.run.folder import COLUMNS, read_rows, read_run
+from lab.rundir import COLUMNS, read_rows, read_run
 from lab.targets import UnknownChoice
 
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit

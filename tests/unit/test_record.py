@@ -11,7 +11,7 @@ import pytest
 
 from lab import ROOT
 from lab.record import COLUMNS, CellResult
-from lab.run.folder import RunDir
+from lab.rundir import RunDir
 
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit
 

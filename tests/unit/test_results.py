@@ -1,4 +1,4 @@
-"""lab/run/folder.py, a run folder's one owner: run folders, the CSV written one flushed row per
+"""lab/rundir.py, a run folder's one owner: run folders, the CSV written one flushed row per
 cell and read back by one reader, run ids, the `latest` link, run.json (lab.record.RunMeta)
 written at the start, on resume and at the end with the same keys in the same order as ever,
 and the one rule that marks a run whose runner is gone `died`."""
@@ -20,20 +20,19 @@ from typing import Any
 import psutil
 import pytest
 
-from lab import ROOT, record
+from lab import ROOT, record, rundir
 from lab.matrix import Cell
 from lab.record import CellResult, RunMeta
-from lab.run import folder
-from lab.run.folder import COLUMNS, RunDir, read_rows, read_run, resolve
+from lab.rundir import COLUMNS, RunDir, read_rows, read_run, resolve
 
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit
 
 
 def freeze_clock(monkeypatch: pytest.MonkeyPatch, stamp: str = "2030-01-02 03:04:05") -> None:
-    """Make lab.run.folder see one fixed second (only lab.run.folder: time itself is untouched)."""
+    """Make lab.rundir see one fixed second (only lab.rundir: time itself is untouched)."""
     fixed = time.strptime(stamp, "%Y-%m-%d %H:%M:%S")
     fake = SimpleNamespace(strftime=time.strftime, gmtime=lambda *_: fixed)
-    monkeypatch.setattr(folder, "time", fake)
+    monkeypatch.setattr(rundir, "time", fake)
 
 
 def raw_rows(path: Path) -> list[list[str]]:
@@ -110,7 +109,7 @@ def test_append_formats_values(tmp_path: Path) -> None:
 def test_two_runs_in_one_second_are_distinct_and_sorted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(folder, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(rundir, "RESULTS_DIR", tmp_path)
     freeze_clock(monkeypatch)
     runs = [RunDir.create(tmp_path) for _ in range(3)]
     ids = [r.run_id for r in runs]
@@ -133,7 +132,7 @@ def test_two_runs_in_one_second_under_out_are_distinct(
 def test_many_runs_in_one_second_stay_sorted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(folder, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(rundir, "RESULTS_DIR", tmp_path)
     freeze_clock(monkeypatch)
     ids = [RunDir.create(tmp_path).run_id for _ in range(11)]
     assert sorted(ids) == ids
@@ -205,7 +204,7 @@ def test_resolve_needs_run_json(tmp_path: Path) -> None:
 
 
 def test_provenance_names_the_machine_and_tools() -> None:
-    prov = folder.provenance("/bin/true")
+    prov = rundir.provenance("/bin/true")
     assert len(prov["git_commit"]) == 40
     assert isinstance(prov["git_dirty"], bool)
     assert prov["machine"]["cores"] == os.cpu_count()
@@ -226,15 +225,14 @@ def started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[RunDir, Ru
     """A run started as bench starts one, without asking git, k6 and go for their versions."""
     prov = {"git_commit": "c" * 40, "git_dirty": False, "machine": {"cores": 2},
             "versions": {"k6": "k6 v1"}}  # fmt: skip
-    monkeypatch.setattr(folder, "provenance", lambda k6: prov)
-    monkeypatch.setattr(folder.loadgen, "binary", lambda: "k6")
-    for knob in folder.KNOBS:
+    monkeypatch.setattr(rundir, "provenance", lambda k6: prov)
+    for knob in rundir.KNOBS:
         monkeypatch.delenv(knob, raising=False)
     monkeypatch.setenv("WORKERS", "4")
     run = RunDir.create(tmp_path)
     options = {"url": None, "pin": False, "max_cell_s": 6.0}
     meta = run.start(CELLS, {"name": "bench", "seed": 7}, ["bench", "gin", "sync"], options,
-                     {"server": None, "k6": None})  # fmt: skip
+                     {"server": None, "k6": None}, "k6")  # fmt: skip
     return run, meta
 
 

@@ -21,7 +21,6 @@ import psutil
 from lab import ROOT, interpreters, record
 from lab.matrix import Cell
 from lab.record import CellResult, NotAnObject, RunMeta, mark_died, runner_identity, utc_now
-from lab.run import loadgen
 
 RESULTS_DIR = ROOT / "results"
 
@@ -141,8 +140,10 @@ class RunDir:
         command: list[str],
         options: dict[str, Any],
         cpus: dict[str, list[int] | None],
+        k6: str,
     ) -> RunMeta:
-        """Write run.json before the first cell, so that an interrupted run can be resumed."""
+        """Write run.json before the first cell, so that an interrupted run can be resumed.
+        k6: the load generator's binary, whose version provenance records."""
         meta = RunMeta(
             run_id=self.run_id,
             status="running",
@@ -153,7 +154,7 @@ class RunDir:
             runner=runner_identity(),
             knobs={k: os.environ[k] for k in KNOBS if k in os.environ},
             cpus=cpus,
-            **provenance(loadgen.binary()),
+            **provenance(k6),
             servers={},
             interpreters=interpreters.used(cells, local=not options.get("url")),
             cells=[c.to_json() for c in cells],
