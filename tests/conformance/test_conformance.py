@@ -205,7 +205,10 @@ def test_workers_two(served: Served, upstream: server.ServerProcess) -> None:
         proc = start_target(served.target, served.profile, upstream.url, WORKERS="2")
         try:
             info = get(proc.url, "/info").body
-            problem = process_problem(proc, info, rounds=6)
+            # 12 rounds, not 6: flask/granian's second worker answered none of 6 rounds in
+            # both tries of a fresh-clone CI run (one process wins the accepts under load); a
+            # server that runs fewer processes than it claims still never shows them
+            problem = process_problem(proc, info, rounds=12)
         finally:
             report = proc.stop()
         assert report.clean, report
