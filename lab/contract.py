@@ -35,7 +35,7 @@ class Param:
 class Endpoint:
     name: str
     path: str
-    kind: str  # none | sleep | cpu | upstream | meta
+    kind: str  # none | sleep | cpu | upstream | db | meta
     service: str | None  # service time as an expression of the params ("ms", "n*ms", ...)
     params: tuple[Param, ...] = ()
     summary: str = ""
@@ -114,6 +114,17 @@ class Contract:
     def cpu_vectors(self) -> list[tuple[int, int]]:
         data = json.loads((CONTRACT_DIR / self.extensions["cpu-test-vectors"]).read_text())
         return [(v["n"], v["result"]) for v in data["vectors"]]
+
+    def db_vectors(self) -> list[tuple[int, int, list[int], int]]:
+        """/db-rows's test vectors: (n, seed, the first ids read, checksum)."""
+        data = json.loads((CONTRACT_DIR / self.extensions["db-test-vectors"]).read_text())
+        return [(v["n"], v["seed"], v["ids"], v["checksum"]) for v in data["vectors"]]
+
+    @property
+    def database(self) -> dict[str, Any]:
+        """How targets reach the database (x-lab.database): url-env, pool-env,
+        application-name, timeout-s."""
+        return dict(self.extensions["database"])
 
 
 def _resolve(doc: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:

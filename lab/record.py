@@ -66,6 +66,7 @@ class CellResult:
     server_rss_mb: float | None = None
     k6_cpu_pct: float | None = None
     upstream_cpu_pct: float | None = None
+    db_cpu_pct: float | None = None  # the database server's CPU during the load (db cells)
     loadgen_bound: bool | None = None
     server_cpu_bound: bool | None = None
     # what the server says of itself (/info) and where it ran
@@ -80,6 +81,8 @@ class CellResult:
     overhead_ms: float | None = None  # per-request round trip beyond the server's CPU
     overshoot_ms: float | None = None  # how late a request's waits end (holds its slot)
     upstream_cpu_ms: float | None = None  # upstream service CPU per request (/upstream)
+    db_pool: int | None = None  # connections per worker in the pool the endpoint uses (db cells)
+    db_cpu_ms: float | None = None  # the database server's CPU per request (db cells)
     loadgen_us: float | None = None  # k6's cost per request (µs), measured once per VU count
     loadgen_rps_max: float | None = None  # the load side's ceiling on its CPUs
     predicted_rps: float | None = None
@@ -206,6 +209,7 @@ class RunMeta:
     interpreters: dict[str, Any] | None = None  # lab.interpreters.used
     cells: list[dict[str, Any]] | None = None  # every planned cell (lab.matrix.Cell.to_json)
     loadgen: list[dict[str, Any]] | None = None  # k6's cost per request, when measured
+    database: dict[str, Any] | None = None  # the run's PostgreSQL (lab.proc.database.info)
     finished_at: str | None = None
     died: str | None = None  # why the run ended without its runner
     extra: dict[str, Any] = field(default_factory=dict)
