@@ -3,7 +3,8 @@
 // parameter grammar, /info and serving until SIGTERM are in lab/go/internal/kit; this
 // file is how the mux routes, validates, answers JSON and handles unknown paths, other
 // methods and panics.
-// Environment: HOST, PORT, UPSTREAM_URL, LAB_TARGET, LAB_PROFILE, POOL_PROCESSES (see kit).
+// Environment: HOST, PORT, UPSTREAM_URL, LAB_TARGET, LAB_PROFILE, POOL_PROCESSES, DATABASE_URL,
+// DB_POOL (see kit).
 package main
 
 import (

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoad(t *testing.T) {
@@ -216,6 +217,34 @@ func TestRequestID(t *testing.T) {
 	} {
 		if got := RequestID(in); got != want {
 			t.Errorf("RequestID(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+func TestDatabase(t *testing.T) {
+	c := MustLoad()
+	d, err := c.Database()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.URLEnv != "DATABASE_URL" || d.PoolEnv != "DB_POOL" || d.Timeout != 15*time.Second {
+		t.Errorf("%+v", d)
+	}
+	if got := d.AppName("gin", 42); got != "lab gin 42" {
+		t.Errorf("AppName = %q; want %q", got, "lab gin 42")
+	}
+	broken := *c
+	broken.Ext = map[string]any{"database": map[string]any{"url-env": "X"}}
+	if _, err := broken.Database(); err == nil {
+		t.Error("an incomplete x-lab.database accepted")
+	}
+	vectors, err := c.DBVectors()
+	if err != nil || len(vectors) == 0 {
+		t.Fatal("no db vectors", err)
+	}
+	for _, v := range vectors {
+		if v.N < 1 || len(v.IDs) != min(v.N, 5) || v.Checksum < int64(v.N) {
+			t.Errorf("vector %+v", v)
 		}
 	}
 }

@@ -12,8 +12,11 @@ import (
 // capacity is how many requests to an endpoint run at the same time; nil when bounded
 // only by connections (a goroutine per request, whatever the endpoint does).
 func (a *App) capacity(name string) any {
-	if name == "cpu-pool" {
+	switch name {
+	case "cpu-pool":
 		return a.pool.size
+	case "db", "db-blocking", "db-rows": // a goroutine per request, each holding a connection
+		return a.db.size
 	}
 	return nil
 }
@@ -41,6 +44,7 @@ func (a *App) info(_ context.Context, e contract.Endpoint, _ Request) (int, any)
 		"pool_processes":     a.pool.size,
 		"cpus":               runtime.NumCPU(),
 		"capacity":           capacity,
+		"database":           a.dbInfo(),
 		"graceful_timeout_s": serve.GracefulTimeout.Seconds(),
 	}
 }

@@ -9,7 +9,8 @@
 //	kit.Main("gin", gin.Version, newRouter)
 //
 // Concurrency model (CONTRACT.md): a goroutine per request; /blocking holds an OS thread
-// in a real blocking syscall; /cpu-pool is a fixed pool of worker goroutines.
+// in a real blocking syscall; /cpu-pool is a fixed pool of worker goroutines; the database
+// endpoints wait on pgx's pgxpool (db.go).
 package kit
 
 import (
@@ -20,6 +21,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"lab/go/internal/contract"
@@ -33,10 +35,13 @@ type Config struct {
 	UpstreamURL                 string        // base URL of the upstream service, no trailing slash
 	UpstreamTimeout             time.Duration // per upstream call (http.Client.Timeout)
 	PoolSize                    int           // /cpu-pool worker goroutines
+	DatabaseURL                 string        // "": the database endpoints answer 503
+	DBPool                      int           // connections in the pool; 0: pgxpool's default
 }
 
 // ConfigFromEnv reads LAB_TARGET, LAB_PROFILE (default: framework, release), UPSTREAM_URL
-// (http://127.0.0.1:8001) and POOL_PROCESSES (GOMAXPROCS).
+// (http://127.0.0.1:8001), POOL_PROCESSES (GOMAXPROCS), DATABASE_URL (none) and DB_POOL
+// (pgxpool's default).
 func ConfigFromEnv(framework, version string) (Config, error) {
 	cfg := Config{
 		Target:           serve.Env("LAB_TARGET", framework),
@@ -46,13 +51,19 @@ func ConfigFromEnv(framework, version string) (Config, error) {
 		UpstreamURL:      strings.TrimRight(serve.Env("UPSTREAM_URL", "http://127.0.0.1:8001"), "/"),
 		UpstreamTimeout:  15 * time.Second,
 		PoolSize:         runtime.GOMAXPROCS(0),
+		DatabaseURL:      serve.Env(dbURLEnv, ""),
 	}
-	if raw := serve.Env("POOL_PROCESSES", ""); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n < 1 {
-			return cfg, fmt.Errorf("POOL_PROCESSES must be an integer >= 1, got %q", raw)
+	for _, knob := range []struct {
+		name string
+		to   *int
+	}{{"POOL_PROCESSES", &cfg.PoolSize}, {dbPoolEnv, &cfg.DBPool}} {
+		if raw := serve.Env(knob.name, ""); raw != "" {
+			n, err := strconv.Atoi(raw)
+			if err != nil || n < 1 {
+				return cfg, fmt.Errorf("%s must be an integer >= 1, got %q", knob.name, raw)
+			}
+			*knob.to = n
 		}
-		cfg.PoolSize = n
 	}
 	return cfg, nil
 }
@@ -64,23 +75,35 @@ type App struct {
 	Pid      int
 	pool     *pool
 	upstream *upstreamClient
+	db       *database
+	closed   sync.Once
 }
 
-// New starts the app's resources (the /cpu-pool workers); Close stops them.
-func New(c *contract.Contract, cfg Config) *App {
-	return &App{
-		Contract: c,
-		Config:   cfg,
-		Pid:      os.Getpid(),
-		pool:     newPool(cfg.PoolSize),
-		upstream: newUpstreamClient(cfg.UpstreamURL, cfg.UpstreamTimeout),
+// New starts the app's resources (the /cpu-pool workers, the database pool, which connects
+// on first use); Close stops them. It fails on a DATABASE_URL pgx cannot parse.
+func New(c *contract.Contract, cfg Config) (*App, error) {
+	dbc, err := c.Database()
+	if err != nil {
+		return nil, err
 	}
+	a := &App{Contract: c, Config: cfg, Pid: os.Getpid()}
+	a.db, err = openDatabase(cfg.DatabaseURL, cfg.DBPool, dbc.AppName(cfg.Target, a.Pid), dbc.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	a.pool = newPool(cfg.PoolSize)
+	a.upstream = newUpstreamClient(cfg.UpstreamURL, cfg.UpstreamTimeout)
+	return a, nil
 }
 
-// Close stops the pool's workers and the upstream client's idle connections.
+// Close stops the pool's workers, the upstream client's idle connections and the database
+// pool (after the queries still running end). A second Close does nothing.
 func (a *App) Close() {
-	a.pool.close()
-	a.upstream.close()
+	a.closed.Do(func() {
+		a.pool.close()
+		a.upstream.close()
+		a.db.close()
+	})
 }
 
 // Request is what an endpoint's logic needs from an HTTP request.
@@ -122,6 +145,7 @@ func (a *App) Endpoints() ([]Endpoint, error) {
 		"gather": a.gather, "sequential": a.sequential,
 		"cpu": a.cpu, "cpu-pool": a.cpuPool,
 		"upstream": a.upstreamFanOut, "upstream-seq": a.upstreamSeq,
+		"db": a.dbSleep, "db-blocking": a.dbSleep, "db-rows": a.dbRows,
 	}
 	var out []Endpoint
 	var missing []string
@@ -160,7 +184,10 @@ func run(framework, version string, newRouter func(*App) (http.Handler, error)) 
 	if err != nil {
 		return err
 	}
-	a := New(c, cfg)
+	a, err := New(c, cfg)
+	if err != nil {
+		return err
+	}
 	defer a.Close()
 	h, err := newRouter(a)
 	if err != nil {
@@ -172,7 +199,7 @@ func run(framework, version string, newRouter func(*App) (http.Handler, error)) 
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	return serve.Run(srv, ln, func() {
-		fmt.Fprintf(os.Stderr, "%s %s: listening on http://%s (pid %d, GOMAXPROCS %d, cpu-pool %d)\n",
-			framework, version, ln.Addr(), a.Pid, runtime.GOMAXPROCS(0), cfg.PoolSize)
+		fmt.Fprintf(os.Stderr, "%s %s: listening on http://%s (pid %d, GOMAXPROCS %d, cpu-pool %d, db pool %d%s)\n",
+			framework, version, ln.Addr(), a.Pid, runtime.GOMAXPROCS(0), cfg.PoolSize, a.db.size, a.db.status())
 	})
 }

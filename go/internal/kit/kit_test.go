@@ -31,7 +31,10 @@ func testConfig(upstreamURL string) Config {
 
 func newTestApp(t *testing.T, cfg Config) *App {
 	t.Helper()
-	a := New(testContract, cfg)
+	a, err := New(testContract, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(a.Close)
 	return a
 }
@@ -93,11 +96,11 @@ func TestEndpointsFollowTheContract(t *testing.T) {
 	} {
 		c := *testContract
 		c.Endpoints = append(append([]contract.Endpoint(nil), c.Endpoints...), extra)
-		b := New(&c, testConfig("http://127.0.0.1:1"))
+		b := newTestApp(t, testConfig("http://127.0.0.1:1"))
+		b.Contract = &c
 		if _, err := b.Endpoints(); err == nil {
 			t.Errorf("Endpoints accepted %s %s", extra.Method, extra.Name)
 		}
-		b.Close()
 	}
 }
 
@@ -217,9 +220,15 @@ func TestInfo(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("capacity lacks %s", e.Name)
-		case e.Name == "cpu-pool" && v != float64(a.pool.size):
-			t.Errorf("capacity[cpu-pool] = %v; want %d", v, a.pool.size)
-		case e.Name != "cpu-pool" && v != nil:
+		case e.Name == "cpu-pool":
+			if v != float64(a.pool.size) {
+				t.Errorf("capacity[cpu-pool] = %v; want %d", v, a.pool.size)
+			}
+		case e.Kind == "db": // a goroutine per request: the pool is the bound (TestDBInfo)
+			if v != float64(a.db.size) {
+				t.Errorf("capacity[%s] = %v; want the pool's %d", e.Name, v, a.db.size)
+			}
+		case v != nil:
 			t.Errorf("capacity[%s] = %v; want null", e.Name, v)
 		}
 	}
@@ -242,6 +251,23 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Setenv("POOL_PROCESSES", bad)
 		if _, err := ConfigFromEnv("fw", "v"); err == nil {
 			t.Errorf("POOL_PROCESSES=%s accepted", bad)
+		}
+	}
+	t.Setenv("POOL_PROCESSES", "")
+	t.Setenv("DATABASE_URL", " postgres://u@127.0.0.1:1/db ")
+	t.Setenv("DB_POOL", "")
+	cfg, err = ConfigFromEnv("fw", "v")
+	if err != nil || cfg.DatabaseURL != "postgres://u@127.0.0.1:1/db" || cfg.DBPool != 0 {
+		t.Errorf("%+v, %v; want the URL and DBPool 0 (pgxpool's default)", cfg, err)
+	}
+	t.Setenv("DB_POOL", "7")
+	if cfg, err := ConfigFromEnv("fw", "v"); err != nil || cfg.DBPool != 7 {
+		t.Errorf("DB_POOL=7: %+v, %v", cfg, err)
+	}
+	for _, bad := range []string{"0", "x", "-1", "2.5"} {
+		t.Setenv("DB_POOL", bad)
+		if _, err := ConfigFromEnv("fw", "v"); err == nil || err.Error() != `DB_POOL must be an integer >= 1, got "`+bad+`"` {
+			t.Errorf("DB_POOL=%s: %v; want the POOL_PROCESSES style of error", bad, err)
 		}
 	}
 }

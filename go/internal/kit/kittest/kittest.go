@@ -20,13 +20,17 @@ import (
 	"lab/go/internal/kit"
 )
 
-// NewApp is a kit.App on the contract whose upstream is unreachable, closed with the test.
+// NewApp is a kit.App on the contract whose upstream is unreachable and which has no
+// database (DATABASE_URL unset), closed with the test.
 func NewApp(t *testing.T) *kit.App {
 	t.Helper()
-	a := kit.New(contract.MustLoad(), kit.Config{
+	a, err := kit.New(contract.MustLoad(), kit.Config{
 		Target: "test", Profile: "test", Framework: "test",
 		UpstreamURL: "http://127.0.0.1:1", UpstreamTimeout: time.Second, PoolSize: runtime.GOMAXPROCS(0),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(a.Close)
 	return a
 }
@@ -104,6 +108,13 @@ var BadQueries = []struct{ Target, Param, Error string }{
 	{"/sequential?ms=10000&n=2", "n", "n * ms must be at most 10000"},
 	{"/upstream-seq?ms=5000&n=3", "n", "n * ms must be at most 10000"},
 	{"/cpu-pool?n=20000001", "n", "n must be between 0 and 20000000"},
+	{"/db?ms=10001", "ms", "ms must be between 0 and 10000"},
+	{"/db-blocking?ms=01", "ms", "ms" + grammar},
+	{"/db-rows?n=0", "n", "n must be between 1 and 500"},
+	{"/db-rows?n=501", "n", "n must be between 1 and 500"},
+	{"/db-rows?seed=1000000000", "seed", "seed" + grammar},
+	{"/db-rows?seed=-1", "seed", "seed" + grammar},
+	{"/db-rows?n=5&seed=1&seed=2", "seed", "seed must be given once"},
 }
 
 // Methods are the methods a contract path refuses (the contract serves GET only).
@@ -119,15 +130,19 @@ func Router(t *testing.T, newRouter func(*kit.App) (http.Handler, error)) {
 	c := contract.MustLoad()
 	t.Run("every endpoint", func(t *testing.T) {
 		for _, e := range c.Endpoints {
-			want := http.StatusOK
-			if e.Kind == "upstream" {
+			want, wantError := http.StatusOK, ""
+			switch e.Kind {
+			case "upstream":
 				want = http.StatusBadGateway // routed, and the unreachable upstream is a 502
+			case "db":
+				want, wantError = http.StatusServiceUnavailable, "database: DATABASE_URL is not set"
 			}
 			target := e.Path + "?ms=1&n=1&unknown=x"
 			r := Do(t, srv, "GET", target)
 			var body map[string]any
 			if r.Status != want || json.Unmarshal([]byte(r.Body), &body) != nil ||
-				(want == http.StatusOK && body["endpoint"] != e.Name) {
+				(want == http.StatusOK && body["endpoint"] != e.Name) ||
+				(wantError != "" && body["error"] != wantError) {
 				t.Errorf("GET %s: %d %q; want %d JSON", target, r.Status, r.Body, want)
 			}
 		}
