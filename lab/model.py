@@ -14,9 +14,14 @@ closed queueing network. One request visits:
               (HTTP parsing, the framework, an HTTP client's fan-out, the CPU work itself),
               measured on the idle server over up to 8 kept-alive connections; m = the CPUs it
               may use, and for Python at most one per worker process (one GIL each);
+  db-pool     the slots of a database endpoint when its capacity is the connection pool's
+              (/info: capacity = workers x database.pool, the handler's own slots being
+              more): a request holds its pooled connection for S + d + o + its database CPU
+              (the CPU of the database's process tree per request, measured like d);
   loadgen     the load side's CPUs: k6's cost per request (measured once per VU count:
               lab.js on the Go target's /hello, k6's CPUs over its top rate) plus, for
-              /upstream, the upstream service's CPU per request (it shares k6's CPUs);
+              /upstream, the upstream service's CPU per request and, for the database
+              endpoints, the database's CPU per request (both share k6's CPUs);
   overhead    Z: the rest of one round trip on the idle server (loopback, kernel, the
               hand-off to a thread pool, a sleep's overshoot), a pure delay.
 
@@ -29,9 +34,20 @@ queueing near saturation is real: for them we run exact mean-value analysis of t
 network (delay S + Z; the server and load-side CPUs as queueing stations, a multi-CPU station
 by Seidmann's approximation: demand d/m queueing plus d(m-1)/m delay, exact at both ends).
 The prediction is the smaller of the two. `bound` names the tightest asymptotic bound:
-slots (C / (S + d + o)), server-cpu (m / d), loadgen or upstream-cpu (CPUs / load-side CPU per
-request), or vus (N / (S + d + Z + load-side CPU): every VU is waiting for its own answer).
-Latency follows from Little's law: N / X.
+slots or db-pool (C / (S + d + o + database CPU)), server-cpu (m / d), loadgen, upstream-cpu or
+db-cpu (CPUs / load-side CPU per request, named by its largest part), or vus (N / (S + d + Z +
+load-side CPU): every VU is waiting for its own answer). Latency follows from Little's law:
+N / X.
+
+The database endpoints (kind db). /db and /db-blocking wait `ms` inside the database
+(pg_sleep): S = ms, like a sleep. /db-rows ("calibrated" in the contract) runs n queries one
+after another on one pooled connection; its S is measured on the idle server
+(lab/run/calibrate.py): the lone request's n round trips (n x the time one query adds, from
+two lone requests of n' and 1 queries) less both sides' CPU, which queue at their CPUs; so
+the pooled connection is held for S + d + database CPU = the n round trips, and the rest of
+the lone request is Z. /db-blocking on an event loop holds the loop (C = workers, bound
+slots), as /blocking does. The query's loopback round trip beyond both CPUs (about 0.1 ms)
+is part of Z for /db, not of the hold: 0.1 % of a 100 ms wait.
 
 An open cell (k6 starts R requests per second with at most N VUs) serves R while R is below
 every ceiling (bound open-rate; latency S + Z plus each CPU's M/M/1 residence d / (1 - U));
@@ -63,10 +79,20 @@ PLAN_MARGIN = 2.0  # a lengthened cell is planned for this many times MIN_REQUES
 # request waits N / X on average, and the order of answers is the server's (see CONTRACT.md).
 FLOOD = 10
 # Observations during the load (never part of a prediction): shown beside the verdict.
-LOADGEN_BOUND_PCT = 80.0  # k6 (plus the upstream) at this share of its CPUs
+LOADGEN_BOUND_PCT = 80.0  # k6 (plus the upstream and the database) at this share of its CPUs
 SERVER_BOUND_PCT = 85.0  # the server's CPUs at this share, median of 0.25 s samples
 
-BOUNDS = ("slots", "server-cpu", "loadgen", "upstream-cpu", "vus", "open-rate")
+BOUNDS = (
+    "slots",
+    "db-pool",
+    "server-cpu",
+    "loadgen",
+    "upstream-cpu",
+    "db-cpu",
+    "vus",
+    "open-rate",
+)
+LOAD_SIDE = ("loadgen", "upstream-cpu", "db-cpu")  # the bounds on k6's CPUs
 
 
 @dataclass(frozen=True)
@@ -79,10 +105,19 @@ class Demand:
     upstream_cpu_ms: float | None = None
     loadgen_us: float | None = None  # k6's CPU per request, in µs
     overshoot_ms: float | None = None  # how late the waits end (holds the slot)
+    db_cpu_ms: float | None = None  # the database's CPU per request (on k6's CPUs)
 
     @property
     def load_side_ms(self) -> float:
-        return (self.loadgen_us or 0.0) / 1000.0 + (self.upstream_cpu_ms or 0.0)
+        return sum(self.load_side().values())
+
+    def load_side(self) -> dict[str, float]:
+        """What one request costs k6's CPUs, per bound: k6 itself and what shares its CPUs."""
+        return {
+            "loadgen": (self.loadgen_us or 0.0) / 1000.0,
+            "upstream-cpu": self.upstream_cpu_ms or 0.0,
+            "db-cpu": self.db_cpu_ms or 0.0,
+        }
 
 
 @dataclass(frozen=True)
@@ -95,7 +130,7 @@ class Prediction:
 
     @property
     def loadgen_rps_max(self) -> float | None:
-        side = [v for k, v in self.ceilings.items() if k in ("loadgen", "upstream-cpu")]
+        side = [v for k, v in self.ceilings.items() if k in LOAD_SIDE]
         return min(side) if side else None
 
 
@@ -109,6 +144,33 @@ def slots(kind: str, endpoint: str, info: dict[str, Any]) -> float:
     if kind == "cpu":
         value = min(value, cpu_parallelism(endpoint, info))
     return value
+
+
+def db_pool(endpoint: str, info: dict[str, Any]) -> int | None:
+    """Connections per worker in the pool this endpoint uses (/info's database object): the
+    blocking driver's for /db-blocking on an event loop, else /db's (None: not stated)."""
+    db = info.get("database")
+    if not isinstance(db, dict) or not endpoint.startswith("db"):
+        return None
+    key = "blocking_pool" if endpoint == "db-blocking" and _loop_blocked(db) else "pool"
+    value = db.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _loop_blocked(db: dict[str, Any]) -> bool:
+    return db.get("blocking") == "event loop"
+
+
+def pool_bound(endpoint: str, info: dict[str, Any]) -> bool:
+    """Whether the endpoint's capacity is its connection pool (workers x pool: the pool is
+    the smaller of it and the handler's own slots). Not /db-blocking on an event loop: the
+    blocked loop serves one request per worker whatever the pool."""
+    db = info.get("database")
+    if not isinstance(db, dict) or (endpoint == "db-blocking" and _loop_blocked(db)):
+        return False
+    pool, workers = db_pool(endpoint, info), info.get("workers") or 1
+    capacity = (info.get("capacity") or {}).get(endpoint)
+    return pool is not None and capacity is not None and capacity == workers * pool
 
 
 def cpu_parallelism(endpoint: str, info: dict[str, Any]) -> float:
@@ -148,7 +210,7 @@ def predict(
     loadgen_cpus: float,
 ) -> Prediction:
     """The model's throughput, mean latency and limiting resource for one cell."""
-    if kind not in ("sleep", "upstream", "cpu", "none") or not info:
+    if kind not in ("sleep", "upstream", "cpu", "none", "db") or not info:
         return NO_MODEL
     d = (demand.server_cpu_ms or 0.0) / 1000.0
     s = demand.service_ms / 1000.0 if kind != "cpu" else 0.0
@@ -160,25 +222,26 @@ def predict(
         return NO_MODEL  # /hello with nothing measured
     m_server = slots(kind, endpoint, info) if kind == "cpu" else cpu_parallelism(endpoint, info)
     c = slots(kind, endpoint, info) if kind != "cpu" else math.inf
-    load_name = (
-        "upstream-cpu"
-        if (demand.upstream_cpu_ms or 0.0) > (demand.loadgen_us or 0.0) / 1000.0
-        else "loadgen"
-    )
+    side = demand.load_side()
+    load_name = max(side, key=lambda k: side[k])  # a tie: k6 first
+    slot_name = "db-pool" if kind == "db" and pool_bound(endpoint, info) else "slots"
     ceilings: dict[str, float] = {}
-    hold = s + d + (demand.overshoot_ms or 0.0) / 1000.0
+    # A slot (or pooled connection) is held for the wait, the server's CPU, the waits'
+    # overshoot and the database's CPU for the request's queries.
+    hold = s + d + ((demand.overshoot_ms or 0.0) + (demand.db_cpu_ms or 0.0)) / 1000.0
     if math.isfinite(c) and hold > 0:
-        ceilings["slots"] = c / hold
+        ceilings[slot_name] = c / hold
     if d > 0:
         ceilings["server-cpu"] = m_server / d
     if load > 0:
         ceilings[load_name] = loadgen_cpus / load
     stations = [(d, m_server), (load, loadgen_cpus)]
+    slot = ceilings.get(slot_name, math.inf)
     if rate:
-        return _open(float(rate), vus, s, z, stations, ceilings)
+        return _open(float(rate), vus, s, z, stations, ceilings, slot)
     ceilings["vus"] = vus / (s + d + z + load)
     x_cpu, _ = mva(vus, s + z, stations)
-    x = min(x_cpu, ceilings.get("slots", math.inf))
+    x = min(x_cpu, slot)
     bound = min(ceilings, key=lambda k: ceilings[k])
     return Prediction(x, vus / x * 1000.0, bound, ceilings)
 
@@ -190,10 +253,11 @@ def _open(
     z: float,
     stations: list[tuple[float, float]],
     ceilings: dict[str, float],
+    slot: float,
 ) -> Prediction:
     # At most `vus` requests in flight: the closed network with N VUs is one more ceiling.
     x_vus, _ = mva(vus, s + z, stations)
-    ceilings["vus"] = min(x_vus, ceilings.get("slots", math.inf))
+    ceilings["vus"] = min(x_vus, slot)
     limit = min(ceilings, key=lambda k: ceilings[k])
     if rate >= ceilings[limit]:
         return Prediction(ceilings[limit], None, limit, ceilings, overloaded=True)
@@ -267,12 +331,25 @@ def limit_text(bound: str, r: Any) -> str:
     match bound:
         case "slots":
             text = f"slots: {r.capacity} per ({f(r.service_ms, 'ms')} wait + CPU)"
+        case "db-pool":
+            workers = r.workers or 1
+            rest = sum(v or 0.0 for v in (r.server_cpu_ms, r.overshoot_ms, r.db_cpu_ms))
+            text = (
+                f"pool {r.db_pool if r.db_pool is not None else '?'} × {workers} "
+                f"worker{'' if workers == 1 else 's'} = {r.capacity} at once, "
+                f"{f(r.service_ms, 'ms')} + {f(rest, 'ms')} each"
+            )
         case "server-cpu":
             text = f"server CPU {f(r.server_cpu_ms, 'ms')}/request"
         case "loadgen":
             text = f"k6 {f(r.loadgen_us, 'µs')}/request → {f(r.loadgen_rps_max, 'rps')} max"
         case "upstream-cpu":
             text = f"upstream {f(r.upstream_cpu_ms, 'ms')}/request on k6's CPUs"
+        case "db-cpu":
+            text = (
+                f"database {f(r.db_cpu_ms, 'ms')}/request on k6's CPUs "
+                f"→ {f(r.loadgen_rps_max, 'rps')} max"
+            )
         case "vus":
             text = f"{r.vus} VUs / ({f(r.service_ms, 'ms')} + {f(r.overhead_ms, 'ms')} round trip)"
         case "open-rate":
@@ -302,14 +379,17 @@ def observed(bound: str, r: Any) -> str:
             return per_request(r.server_cpu_pct, 1000.0, "ms")
         case "upstream-cpu":
             return per_request(r.upstream_cpu_pct, 1000.0, "ms")
+        case "db-cpu":
+            return per_request(r.db_cpu_pct, 1000.0, "ms")
         case "loadgen":
             if r.k6_cpu_pct is None:
                 return ""
             return f"k6 {r.k6_cpu_pct:.0f} % of a CPU busy, {per_request(r.k6_cpu_pct, 1e6, 'µs')}"
-        case "slots":
+        case "slots" | "db-pool":
             if not r.capacity:
                 return ""
-            return f"each slot held {_num(r.capacity / rps * 1000.0, 'ms')}/request"
+            held = "slot" if bound == "slots" else "connection"
+            return f"each {held} held {_num(r.capacity / rps * 1000.0, 'ms')}/request"
         case "vus" | "open-rate":
             if r.lat_avg_ms is None:
                 return ""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.report import published, pythons, sections
+from lab.report import database, published, pythons, sections
 from lab.report.figures import ChartWriter
 from lab.report.groups import GroupedRun, read_grouped
 from lab.report.html import render
@@ -32,6 +32,7 @@ SECTIONS = [
     Section("efficiency", sections.efficiency),
     Section("sweeps", sections.sweeps),
     Section("canary", sections.canary),
+    Section("database", database.database),
     Section("interpreters", pythons.interpreters),
     Section("repeats", sections.repeats),
     Section("errors", sections.errors),

@@ -85,8 +85,9 @@ class Group:
 
     @property
     def loadgen_bound(self) -> bool:
-        """The model predicts the load generator (k6, or the upstream beside it) as the limit."""
-        return self.bound in ("loadgen", "upstream-cpu")
+        """The model predicts the load side (k6, or the upstream or the database on its CPUs)
+        as the limit."""
+        return self.bound in model.LOAD_SIDE
 
     @property
     def bound(self) -> str:

@@ -4,6 +4,7 @@ their median), with the same digits as the HTML page."""
 from __future__ import annotations
 
 from lab import model
+from lab.report.database import markdown as database_md
 from lab.report.format import plain
 from lab.report.groups import GroupedRun
 from lab.report.published import markdown as claims_md
@@ -44,5 +45,8 @@ def summary_md(run: GroupedRun) -> str:
     if not run.groups:
         lines.append("\n(no cell has been measured yet)")
     lines.extend(interpreters_md(run))
+    db = database_md(run)
+    if db:
+        lines.extend(["", db])
     claims = claims_md(run)
     return "\n".join(lines) + "\n" + (f"\n{claims}" if claims else "")

@@ -1,6 +1,7 @@
 """The model's measured inputs, taken before the load: what one request costs the idle server
-(its process tree's CPU, the round trip beyond it, the upstream service's CPU) for every
-endpoint, and what one request costs k6 (once per run). lab/model.py explains their use."""
+(its process tree's CPU, the round trip beyond it, the upstream service's and the database's
+CPU, and /db-rows's time in the database) for every endpoint, and what one request costs k6
+(once per run). lab/model.py explains their use."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ MIN_REQUESTS = 5
 PARALLEL = 8  # connections at most
 WAIT_MS = 10  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
 WAIT_REQUESTS = 9  # the median of 9: a loaded machine stalls single requests by ms
+# /db-rows's time per query is timed over at least this many queries (two lone requests, of
+# this many and of one): one query adds about 0.1-0.3 ms, so 19 of them stand well above the
+# medians' noise of some 0.05 ms.
+QUERIES = 20
 # Without a measurement (no Go toolchain for the reference server): a cost measured once,
 # recorded as assumed in run.json (where: CONTRACT.md, 'The capacity model', k6 per request).
 ASSUMED_K6_US = 57.0
@@ -80,6 +85,10 @@ class ServerCost:
     upstream_cpu_ms: float | None  # upstream service CPU per request
     requests: int
     overshoot_ms: float = 0.0  # how much later than asked the waits of one request end
+    db_cpu_ms: float | None = None  # the database's process-tree CPU per request
+    # The waiting time S of an endpoint whose contract says "calibrated" (/db-rows): its
+    # queries' round trips beyond both sides' CPU (None: the contract states S).
+    wait_ms: float | None = None
 
 
 def calibration_query(endpoint: Endpoint, cell: Cell, wait_ms: int = 0) -> str:
@@ -104,13 +113,17 @@ def server_cost(
     cell: Cell,
     server_pid: int | None,
     upstream_pid: int | None = None,
+    *,
+    db_pid: int | None = None,
 ) -> ServerCost:
     """The server's CPU per request: min(VUs, PARALLEL) kept-alive connections (as k6 keeps
     them), each sending its requests one after another, until the server has used CPU_S of
     CPU or WALL_S have passed. Several connections because a server idle between requests
     pays a wake-up per request that a loaded one shares out (measured: CONTRACT.md, 'The
     capacity model', d). The requests wait as the cell's do, only shorter (cpu_query). Then
-    the round trip, on one connection."""
+    the round trip, on one connection. The upstream's and the database's CPU (db_pid: the
+    top of its process tree, PostgreSQL's backends being children of the postmaster) are
+    read over the same requests."""
     path = cpu_query(endpoint, cell)
     k = max(1, min(cell.vus, PARALLEL))
     conns = [probe.Connection(base, timeout=60) for _ in range(k)]
@@ -135,6 +148,7 @@ def server_cost(
                 raise CalibrationError(f"calibration request {path} failed")
         srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
+        db0 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
         threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(k)]
         started = time.monotonic()
         for t in threads:
@@ -152,17 +166,56 @@ def server_cost(
             t.join(60)
         srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up1 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
+        db1 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
         if failed:
             raise CalibrationError(failed[0])
         count = max(1, sum(counts))
         cpu_ms = _used(srv0, srv1) / count * 1000 if server_pid else None
         up_ms = _used(up0, up1) / count * 1000 if upstream_pid else None
-        overhead, overshoot = _round_trip(conns[0], endpoint, cell, cpu_ms or 0.0)
+        db_ms = _used(db0, db1) / count * 1000 if db_pid else None
+        # Both CPUs queue at their own stations in the model: neither is part of Z (the
+        # database's, when it is known, is in a lone request's time).
+        cpus = (cpu_ms or 0.0) + (db_ms or 0.0)
+        wait = None
+        if measures_wait(endpoint):
+            overhead, wait = _queries(conns[0], endpoint, cell, cpus)
+            overshoot = 0.0
+        else:
+            overhead, overshoot = _round_trip(conns[0], endpoint, cell, cpus)
     finally:
         stop.set()
         for c in conns:
             c.__exit__()
-    return ServerCost(cpu_ms, overhead, up_ms, count, overshoot)
+    return ServerCost(cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait)
+
+
+def measures_wait(endpoint: Endpoint) -> bool:
+    """Whether the calibration measures the endpoint's waiting time S: the contract's service
+    is "calibrated" (no expression) for database work counted in queries (/db-rows)."""
+    return endpoint.kind == "db" and endpoint.service_ms() is None and bool(endpoint.param("n"))
+
+
+def queries_path(endpoint: Endpoint, cell: Cell, n: int) -> str:
+    """The cell's request (its own parameters, the contract's defaults for the rest) with n
+    queries."""
+    values = {**endpoint.defaults(), **dict(cell.params), "n": n}
+    return endpoint.path + "?" + "&".join(f"{k}={v}" for k, v in values.items())
+
+
+def _queries(
+    conn: probe.Connection, endpoint: Endpoint, cell: Cell, cpu_ms: float
+) -> tuple[float, float]:
+    """(Z, S) of /db-rows, from lone requests: the time one query adds (driver, loopback,
+    database: the pooled connection is held for all of it) is the difference of a request of
+    max(n, QUERIES) queries and one of 1, over the queries between them; S is the request's n
+    of them less both sides' CPU (cpu_ms: they queue at their CPUs), so that the connection
+    is held for S + CPU = n round trips; Z is the rest of the lone request's time."""
+    n = {**endpoint.defaults(), **dict(cell.params)}["n"]
+    many = max(n, QUERIES)
+    walls = {k: _median_ms(conn, queries_path(endpoint, cell, k)) for k in sorted({1, n, many})}
+    per_query = max(0.0, walls[many] - walls[1]) / (many - 1)
+    wait = max(0.0, n * per_query - cpu_ms)
+    return max(0.0, walls[n] - cpu_ms - wait), wait
 
 
 def _median_ms(conn: probe.Connection, path: str) -> float:

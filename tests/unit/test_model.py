@@ -122,6 +122,150 @@ def test_no_model(kind: str, demand: Demand, info: dict[str, Any]) -> None:
     assert model.predict(kind, "x", demand, 10, None, info, 1) == model.NO_MODEL
 
 
+# --- the database endpoints ------------------------------------------------------------
+
+
+def db_info(
+    language: str, workers: int, pool: int, blocking: str, **capacity: int | None
+) -> dict[str, Any]:
+    """A server's /info with its database object (issue 20): `pool` connections per worker;
+    the blocking driver's pool of 4 (psycopg_pool's default)."""
+    database = {"pool": pool, "blocking_pool": 4, "blocking": blocking}
+    return {"language": language, "cpus": 1, "workers": workers, "capacity": capacity,
+            "database": database}  # fmt: skip
+
+
+# FastAPI with asyncpg's default pool of 10 per worker, one worker: /db serves 10 at once,
+# /db-blocking one (the synchronous driver blocks the loop), /db-rows 10.
+ASYNCPG = db_info("python", 1, 10, "event loop", db=10, **{"db-blocking": 1, "db-rows": 10})
+# gin with pgxpool's default of max(4, CPUs) = 4: every database endpoint serves 4 at once.
+PGX = db_info("go", 1, 4, "same as /db", db=4, **{"db-blocking": 4, "db-rows": 4})
+# flask's sync worker: one request at a time whatever its pool of 4.
+FLASK_SYNC = db_info("python", 1, 4, "same as /db", db=1, **{"db-blocking": 1, "db-rows": 1})
+# /db?ms=100: d = 0.9 ms, overshoot 0.2, the database's CPU 0.1, Z = 0.5
+DB_100 = Demand(100.0, 0.9, 0.5, None, K6_US, overshoot_ms=0.2, db_cpu_ms=0.1)
+
+
+def test_pool_bound_db() -> None:
+    # 50 VUs on 10 pooled connections, each held for the 100 ms query plus 1.2 ms of the
+    # server's CPU, the sleep's overshoot and the database's CPU: 10 / 0.1012 = 98.8 rps
+    p = model.predict("db", "db", DB_100, 50, None, ASYNCPG, 1)
+    assert p.bound == "db-pool"
+    assert "slots" not in p.ceilings
+    assert p.rps == pytest.approx(10 / 0.1012)
+    assert p.latency_ms == pytest.approx(50 / p.rps * 1000)  # 506 ms: 40 VUs wait for a connection
+    # two workers, each with its pool of 10: twice the connections
+    two = model.predict("db", "db", DB_100, 50, None, {**ASYNCPG, "workers": 2,
+                        "capacity": {"db": 20}}, 1)  # fmt: skip
+    assert (two.bound, two.rps) == ("db-pool", pytest.approx(20 / 0.1012))
+
+
+def test_db_below_its_pool_is_vus_bound() -> None:
+    # 5 VUs on a pool of 10: each VU waits its own answer, S + d + Z + k6 + the database's CPU
+    p = model.predict("db", "db", DB_100, 5, None, ASYNCPG, 1)
+    assert p.bound == "vus"
+    assert p.ceilings["vus"] == pytest.approx(5 / (0.1 + 0.0009 + 0.0005 + 0.00006 + 0.0001))
+    assert p.rps == pytest.approx(p.ceilings["vus"], rel=2e-3)  # the CPUs barely queue
+    assert p.ceilings["db-pool"] == pytest.approx(10 / 0.1012)
+
+
+def test_db_cpu_bound() -> None:
+    # /db-rows?n=20 on gin: S measured (1.5 ms of round trips beyond both CPUs), the server's
+    # CPU 0.3 ms; the database's 0.55 ms per request runs on k6's one CPU beside k6's 60 µs:
+    # that CPU serves 1 / 0.61 ms = 1,639 rps, below the pool's 4 / 2.35 ms = 1,702
+    demand = Demand(1.5, 0.3, 0.2, None, K6_US, db_cpu_ms=0.55)
+    p = model.predict("db", "db-rows", demand, 50, None, PGX, 1)
+    assert p.bound == "db-cpu"
+    assert p.loadgen_rps_max == pytest.approx(1 / 0.00061)
+    assert p.ceilings["db-pool"] == pytest.approx(4 / 0.00235)
+    assert p.rps < p.loadgen_rps_max  # the load side's CPU queues (MVA)
+    assert p.rps == pytest.approx(1 / 0.00061, rel=0.05)
+    # with two CPUs on the load side the pool is the limit again
+    assert model.predict("db", "db-rows", demand, 50, None, PGX, 2).bound == "db-pool"
+    # the load side's ceiling counts k6 and the database together and is named by the larger:
+    # n=5, k6 at 200 µs, the database at 150: 1 / 0.35 ms = 2,857 rps (the pool: 4,211)
+    cheap = Demand(0.5, 0.3, 0.2, None, 200.0, db_cpu_ms=0.15)
+    p = model.predict("db", "db-rows", cheap, 50, None, PGX, 1)
+    assert (p.bound, p.loadgen_rps_max) == ("loadgen", pytest.approx(1 / 0.00035))
+
+
+def test_db_blocking_on_an_event_loop_is_blocking() -> None:
+    # the synchronous driver inside async def holds the worker's loop for the whole query:
+    # C = workers (bound slots, not the pool), exactly /blocking's prediction
+    p = model.predict("db", "db-blocking", DB_100, 50, None, ASYNCPG, 1)
+    assert p.bound == "slots"
+    assert p.rps == pytest.approx(1 / 0.1012)
+    sleep = Demand(100.0, 0.9, 0.5, None, K6_US, overshoot_ms=0.2)
+    blocking = model.predict("sleep", "blocking", sleep, 50, None, py(blocking=1), 1)
+    assert p.rps == pytest.approx(blocking.rps * 0.1011 / 0.1012)  # + the database's 0.1 ms
+    # a sync worker holds itself, not the pool: slots too
+    assert model.predict("db", "db", DB_100, 50, None, FLASK_SYNC, 1).bound == "slots"
+    # where the handler does not block a loop, /db-blocking is /db: pgx's pool
+    assert model.predict("db", "db-blocking", DB_100, 50, None, PGX, 1).bound == "db-pool"
+
+
+def test_which_pool_an_endpoint_uses_and_whether_it_binds() -> None:
+    assert model.db_pool("db", ASYNCPG) == 10
+    assert model.db_pool("db-rows", ASYNCPG) == 10
+    assert model.db_pool("db-blocking", ASYNCPG) == 4  # psycopg's, on the loop
+    assert model.db_pool("db-blocking", PGX) == 4
+    assert model.db_pool("hello", ASYNCPG) is None
+    assert model.db_pool("db", py(db=1)) is None  # no database object in /info
+    assert model.pool_bound("db", ASYNCPG) and model.pool_bound("db-rows", PGX)
+    assert not model.pool_bound("db", FLASK_SYNC)  # 1 worker < 1 x 4 connections
+    # DB_POOL=1 on an event loop: the loop still serves one, whatever the pool
+    one = db_info("python", 1, 1, "event loop", db=1, **{"db-blocking": 1})
+    one["database"]["blocking_pool"] = 1
+    assert model.pool_bound("db", one) and not model.pool_bound("db-blocking", one)
+
+
+def test_every_bound_has_its_text() -> None:
+    """Each bound predict() can name is in BOUNDS, and limit_text says it with its number."""
+    from lab.record import CellResult
+
+    row = CellResult(capacity=10, workers=1, db_pool=10, service_ms=100.0, server_cpu_ms=0.9,
+                     overshoot_ms=0.2, db_cpu_ms=0.1, upstream_cpu_ms=0.4, loadgen_us=60.0,
+                     loadgen_rps_max=1000.0, overhead_ms=0.5, vus=50, rate=5)  # fmt: skip
+    for bound in model.BOUNDS:
+        assert model.limit_text(bound, row) != bound, bound
+    seen = {
+        model.predict("db", "db", DB_100, 50, None, ASYNCPG, 1).bound,
+        model.predict("db", "db-blocking", DB_100, 50, None, ASYNCPG, 1).bound,
+        model.predict("db", "db", DB_100, 5, None, ASYNCPG, 1).bound,
+        model.predict("db", "db", DB_100, 50, 5, ASYNCPG, 1).bound,
+        model.predict("db", "db-rows", Demand(1.5, 0.3, 0.2, None, K6_US, db_cpu_ms=0.55),
+                      50, None, PGX, 1).bound,
+    }  # fmt: skip
+    assert seen == {"db-pool", "slots", "vus", "open-rate", "db-cpu"}
+    assert seen <= set(model.BOUNDS)
+
+
+def test_db_verdict_texts_name_the_pool_with_its_numbers() -> None:
+    from lab.record import CellResult
+
+    row = CellResult(capacity=10, workers=1, db_pool=10, service_ms=100.0, server_cpu_ms=0.9,
+                     overshoot_ms=0.2, db_cpu_ms=0.1)  # fmt: skip
+    assert model.limit_text("db-pool", row) == (
+        "pool 10 × 1 worker = 10 at once, 100 ms + 1.2 ms each"
+    )
+    two = CellResult(capacity=20, workers=2, db_pool=10, service_ms=100.0, server_cpu_ms=0.9)
+    assert model.limit_text("db-pool", two) == (
+        "pool 10 × 2 workers = 20 at once, 100 ms + 0.9 ms each"
+    )
+    db = CellResult(db_cpu_ms=0.55, loadgen_rps_max=1538.5)
+    assert model.limit_text("db-cpu", db) == (
+        "database 0.55 ms/request on k6's CPUs → 1,538 rps max"
+    )
+    # a miss shows the load's own numbers: Little's law per connection, the utilisation law
+    slow = CellResult(capacity=10, workers=1, db_pool=10, service_ms=100.0, rps=80.0,
+                      efficiency=0.81)  # fmt: skip
+    assert model.limit_text("db-pool", slow).endswith(
+        " · under the load: each connection held 125 ms/request"
+    )
+    busy = CellResult(rps=1000.0, db_cpu_pct=70.0)
+    assert model.observed("db-cpu", busy) == "0.7 ms/request"
+
+
 # --- the CPU stations: mean-value analysis ----------------------------------------------
 
 
@@ -323,3 +467,44 @@ def test_cell_query() -> None:
     assert cell.query() == "?ms=100&n=10"
     assert cell.query(ms=10, x=3) == "?ms=10&n=10"  # a parameter the cell lacks is ignored
     assert Cell("gin", "release", "hello", (), 50, None, "3s", 1).query(ms=1) == ""
+
+
+def test_db_rows_wait_is_measured_from_two_lone_requests() -> None:
+    """/db-rows's S ("calibrated"): one query adds the difference of a lone request of 20
+    queries and one of 1, over 19; S is n of them less both sides' CPU, Z the rest."""
+    from lab.contract import load
+    from lab.proc.probe import Reply
+    from lab.run import calibrate
+
+    contract = load()
+    rows, db = contract["db-rows"], contract["db"]
+    assert calibrate.measures_wait(rows) and not calibrate.measures_wait(db)
+    assert not calibrate.measures_wait(contract["cpu"])  # calibrated CPU: S = 0, d measured
+
+    class Lone:
+        """A server whose lone request takes 1 ms plus 0.2 ms per query (and says which)."""
+
+        def __init__(self) -> None:
+            self.paths: list[str] = []
+
+        def get(self, path: str) -> Reply:
+            self.paths.append(path)
+            n = int(path.split("n=")[1].split("&")[0])
+            return Reply(200, "application/json", {}, (1.0 + 0.2 * n) / 1000)
+
+    conn = Lone()
+    cell = _cell("db-rows", n=20, seed=7)
+    # 20 x 0.2 ms of round trips, of which 2.5 ms are both CPUs: S = 1.5, Z = 5 - 2.5 - 1.5
+    z, s = calibrate._queries(conn, rows, cell, 2.5)
+    assert (z, s) == (pytest.approx(1.0), pytest.approx(1.5))
+    assert set(conn.paths) == {"/db-rows?n=1&seed=7", "/db-rows?n=20&seed=7"}
+    # n = 1: the time per query still from 20 queries; its CPU exceeds one round trip: S = 0
+    conn = Lone()
+    z, s = calibrate._queries(conn, rows, _cell("db-rows", n=1), 0.5)
+    assert (z, s) == (pytest.approx(0.7), 0.0)
+    assert set(conn.paths) == {"/db-rows?n=1&seed=1", "/db-rows?n=20&seed=1"}  # the defaults
+    # n = 100: the cell's own request is the long one
+    conn = Lone()
+    z, s = calibrate._queries(conn, rows, _cell("db-rows", n=100), 2.0)
+    assert (z, s) == (pytest.approx(1.0), pytest.approx(18.0))
+    assert set(conn.paths) == {"/db-rows?n=1&seed=1", "/db-rows?n=100&seed=1"}

@@ -5,6 +5,7 @@ headless Chromium (every chart rendered, nothing on the console, a screenshot to
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 import shutil
@@ -24,8 +25,12 @@ from lab.report.html import SCRIPT
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report-run"
+# A run of database cells (issue 20): three targets' pools, /db, /db-blocking, /db-rows at 50 VUs
+DB_FIXTURE = Path(__file__).parent / "fixtures" / "report-run-db"
 SECTIONS = ["model", "headline", "throughput", "fit", "latency", "efficiency", "sweeps", "canary",
-            "interpreters", "repeats", "errors", "timelines", "provenance"]  # fmt: skip
+            "database", "interpreters", "repeats", "errors", "timelines", "provenance"]  # fmt: skip
+# Sections only some runs show: a reproduced post's claims, the database with its cells.
+OPTIONAL = {"published", "database"}
 # The charts the fixture yields: 2 load levels (1 and 10 VUs) x throughput, latency,
 # efficiency and canary; sweeps for /sync (gin) and /async (gin, fastapi); one timeline.
 CHARTS = {
@@ -99,7 +104,10 @@ def records(rows: list[list[str]]) -> list[dict[str, str]]:
 
 
 def summary(run: Path) -> list[dict[str, str]]:
-    lines = [ln for ln in (run / "summary.md").read_text().splitlines() if ln.startswith("|")]
+    """summary.md's first table: the headline (the parts after it have tables of their own)."""
+    text = (run / "summary.md").read_text().splitlines()
+    start = next(i for i, ln in enumerate(text) if ln.startswith("|"))
+    lines = list(itertools.takewhile(lambda ln: ln.startswith("|"), text[start:]))
     rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
     return records([rows[0], *rows[2:]])  # rows[1] is the |---| line
 
@@ -243,7 +251,10 @@ def test_heat_map_and_timeline_show_the_numbers(page: str) -> None:
 
 def test_every_section_and_chart_is_there(page: str, built: Path) -> None:
     for anchor in SECTIONS:
-        assert f'<section id="{anchor}">' in page, anchor
+        if anchor not in OPTIONAL:
+            assert f'<section id="{anchor}">' in page, anchor
+    assert '<section id="database">' not in page  # no database cell: left out, quietly
+    assert "## The database" not in (built / "summary.md").read_text()
     figures = set(re.findall(r'<figure class="chart" id="chart-([^"]+)">', page))
     assert figures == CHARTS
     assert {p.stem for p in (built / "charts").glob("*.png")} == CHARTS
@@ -302,6 +313,7 @@ def test_every_registered_section_has_its_template_and_no_template_is_orphaned()
     assert sorted(registered) == sorted(p.name.removesuffix(".html.j2") for p in folder.iterdir())
     shown = [a for a in registered if a != "published"]  # only runs of `just reproduce`
     assert ["model", *shown] == SECTIONS  # the page's order
+    assert set(registered) >= OPTIONAL
 
 
 HOSTILE = '<script>alert("x")</script>'
@@ -428,3 +440,65 @@ def test_bound_text_names_the_number_and_a_flood() -> None:
     assert sections.bound_text(Group(censored.key, [censored])) == (
         "censored: only 7 requests completed"
     )
+
+
+# --- the database (issue 20) ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def db_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("report") / "report-run-db"
+    shutil.copytree(DB_FIXTURE, run)
+    report.build(run)
+    return run
+
+
+def test_database_section_pools_predictions_and_canary(db_built: Path) -> None:
+    page = (db_built / "report.html").read_text()
+    order = re.findall(r'<section id="([^"]+)">', page)
+    assert order.index("canary") < order.index("database") < order.index("interpreters")
+    pools_table, cells_table = tables(page, "database")[1:]  # after the server's key/values
+    pools = {r["target/profile"]: r for r in records(pools_table)}
+    assert list(pools) == ["fastapi/uvicorn", "gin/release", "flask/gunicorn"]  # run.json's
+    assert pools["fastapi/uvicorn"]["pool per worker"] == "10 (default)"
+    assert pools["fastapi/uvicorn"]["/db-blocking"] == "event loop"
+    assert pools["fastapi/uvicorn"]["driver"] == "asyncpg 0.30.0"
+    assert pools["gin/release"]["capacity (requests at once)"] == "db=4, db-blocking=4, db-rows=4"
+    cells = {(r["target/profile"], r["endpoint"]): r for r in records(cells_table)}
+    assert ("gin/release", "hello") not in cells  # database cells only
+    assert len(cells) == 6
+    db = cells[("fastapi/uvicorn", "db")]
+    # 10 connections of 100 ms + 0.9 (CPU) + 0.2 (overshoot) + 0.1 (database CPU): 98.8 rps
+    assert (db["capacity"], db["VUs beyond it"]) == ("10 (pool)", "40")
+    assert (db["rps"], db["predicted rps"], db["efficiency"]) == ("97.0", "98.8", "0.98")
+    assert db["bound"] == "pool 10 × 1 worker = 10 at once, 100 ms + 1.2 ms each"
+    # the canary: flat beside an exhausted pool on a free loop, seconds behind a blocked loop
+    # or a busy sync worker
+    assert (db["canary p50 ms"], db["canary p99 ms"]) == ("1.2", "3.0")
+    blocked = cells[("fastapi/uvicorn", "db-blocking")]
+    assert (blocked["capacity"], blocked["bound"]) == ("1", "slots: 1 per (100 ms wait + CPU)")
+    assert blocked["canary p99 ms"] == "5,000.0"
+    assert cells[("flask/gunicorn", "db")]["canary p99 ms"] == "9,000.0"
+    rows = cells[("gin/release", "db-rows")]
+    assert rows["bound"] == "database 0.55 ms/request on k6's CPUs → 1,538 rps max"
+    assert (rows["database CPU ms/request"], rows["database CPU % (load)"]) == ("0.550", "82.5")
+    assert 'id="chart-database-canary"' in page
+    assert (db_built / "charts" / "database-canary.png").read_bytes()[:8] == PNG_MAGIC
+    # the server: run.json's database, in short
+    (server,) = tables(page, "database")[:1]
+    assert ["server_version", "18.1"] in server
+    # a cell bound by the database's CPU on k6's CPUs is flagged as the load side's limit
+    header = page[: page.index("</header>")]
+    assert "gin/release/db-rows?n=20@vus=50" in header
+
+
+def test_database_summary(db_built: Path) -> None:
+    text = (db_built / "summary.md").read_text()
+    assert "## The database" in text
+    part = text[text.index("## The database") :]
+    lines = [ln for ln in part.splitlines() if ln.startswith("| ")]
+    assert "| fastapi/uvicorn | 1 | asyncpg 0.30.0 | 10 (default) | event loop |" in lines[1]
+    blocking = next(ln for ln in lines if "| db-blocking |" in ln)
+    assert blocking.endswith("| 2500.0 | 5000.0 |")
+    rows = {r["endpoint"]: r for r in summary(db_built) if r["target"] == "gin"}
+    assert (rows["db"]["bound"], rows["db-rows"]["bound"]) == ("db-pool", "db-cpu")
