@@ -58,11 +58,12 @@ _ready:
 targets: _ready
     @{{python}} -m lab targets
 
-# Run one target in the foreground on 127.0.0.1:$PORT (default 8000), with the upstream on 8001;
-# PYTHON=3.13 serves a Python target on that interpreter.
+# On 127.0.0.1:$PORT (default 8000), with the upstream on 8001 and an embedded PostgreSQL on a
+# free port (its URL printed); PYTHON=3.13 serves a Python target on that interpreter.
+# Run one target, the upstream and a database in the foreground: `just serve go [PROFILE] [--db-url URL]`.
 [no-exit-message]
 [group('lab')]
-serve target profile="": _ready
+serve target *options: _ready
     @{{python}} -m lab serve "$@"
 
 # List the Python interpreters set up (`just setup` makes an environment for each one found).

@@ -87,7 +87,8 @@ class CellResult:
     loadgen_rps_max: float | None = None  # the load side's ceiling on its CPUs
     predicted_rps: float | None = None
     predicted_latency_ms: float | None = None
-    bound: str = ""  # the limiting resource: slots, db-pool, server-cpu, loadgen, upstream-cpu, db-cpu, vus, ...
+    # the limiting resource: slots, db-pool, server-cpu, loadgen, upstream-cpu, db-cpu, vus, ...
+    bound: str = ""
     efficiency: float | None = None
     verdict: str = ""
     censored: str = ""  # why the cell could not complete enough requests to be judged

@@ -169,21 +169,32 @@ class RunDir:
         meta.died = None
         self.write_meta(meta)
 
+    def record_database(self, database: dict[str, Any] | None) -> None:
+        """The run's database (lab.proc.database's info: embedded or the user's), in run.json
+        as soon as a run uses it, so that a run killed later still says which it was."""
+        meta = self.meta()
+        meta.database = database
+        self.write_meta(meta)
+
     def finish(
         self,
         meta: RunMeta,
         status: str,
         servers: dict[str, Any],
         loadgen_costs: list[dict[str, Any]],
+        database: dict[str, Any] | None = None,
     ) -> None:
         """run.json's end: the servers' /info (the first a series answered wins, so a resumed
-        run keeps what it recorded before), k6's costs when this session measured them, the
-        status and when. Raises OSError when run.json cannot be written (a full disk)."""
+        run keeps what it recorded before), k6's costs and the database when this session
+        used them (a resumed run's is the one its last cells queried), the status and when.
+        Raises OSError when run.json cannot be written (a full disk)."""
         meta.servers = {**(meta.servers or {})}
         for series, info in servers.items():
             meta.servers.setdefault(series, info)
         if loadgen_costs:
             meta.loadgen = loadgen_costs
+        if database is not None:
+            meta.database = database
         meta.status = status
         meta.finished_at = utc_now()
         self.write_meta(meta)

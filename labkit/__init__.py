@@ -8,6 +8,8 @@ signatures, lifespan, error handlers, and the size of the pool its `def` handler
 - asgi       GetOnly: refusal as ASGI middleware
 - eventloop  the event-loop worker: serving(), ENDPOINTS, info(), size_anyio_pool()
 - threaded   the thread-per-request (WSGI) worker: start(), stop(), info(), serve_dev()
+- db         the database endpoints: each worker's pools (asyncpg, psycopg_pool), the queries,
+             DatabaseError (503), /info's "database"
 - info       /info's common part: server, version, graceful_timeout_s, workers, check_capacity()
 - granian    granian's options as a worker sees them (its own CLI parser): /info under granian
 - knobs, pool, upstream, work: WORKERS & co, the /cpu-pool pool, upstream clients, FNV-1a

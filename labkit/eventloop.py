@@ -1,7 +1,8 @@
 """The event-loop worker model (ASGI servers, aiohttp): what one worker process holds while it
-serves, its /info, and the endpoints as coroutines of that worker.
+serves (its database pools included: labkit.db), its /info, and the endpoints as coroutines
+of that worker.
 
-    async with serving(executor_threads, sync_threads) as worker:   # lifespan / while_serving
+    async with serving(executor_threads, sync_threads, framework="fastapi") as worker:  # lifespan
         ...
     body = await ENDPOINTS["gather"](worker, params, request_id)     # any endpoint but /sync
     info(framework, worker)                                          # /info
@@ -22,7 +23,7 @@ from typing import Any
 import aiohttp
 import anyio.to_thread
 
-from labkit import endpoints, knobs, pool, upstream
+from labkit import db, endpoints, knobs, pool, upstream
 from labkit import info as infos
 from labkit.endpoints import Body
 from labkit.work import release_blocked
@@ -35,6 +36,8 @@ class Worker:
     pool_processes: int
     pool: ProcessPoolExecutor
     session: aiohttp.ClientSession
+    db: db.AsyncPool  # asyncpg: /db, /db-rows
+    db_blocking: db.SyncPool  # psycopg_pool: /db-blocking, called on the loop
 
 
 def size_anyio_pool() -> int:
@@ -49,20 +52,26 @@ def size_anyio_pool() -> int:
 
 
 @asynccontextmanager
-async def serving(executor_threads: int, sync_threads: int) -> AsyncIterator[Worker]:
+async def serving(
+    executor_threads: int, sync_threads: int, *, framework: str
+) -> AsyncIterator[Worker]:
     """The worker's resources for as long as it serves. Enter it on the worker's event loop, in
-    its main thread (labkit.pool's processes die with the thread that forks them). On the way
-    out it first wakes every thread still blocked in a wait, so that no in-flight /sync or
-    /executor holds the process past its server's graceful timeout."""
+    its main thread (labkit.pool's processes die with the thread that forks them; they are
+    forked before the database pools start threads). `framework` names the database
+    connections when LAB_TARGET does not. On the way out it first wakes every thread still
+    blocked in a wait, so that no in-flight /sync or /executor holds the process past its
+    server's graceful timeout, and cuts what the database pools still hold."""
     executor = ThreadPoolExecutor(executor_threads, thread_name_prefix="executor")
     asyncio.get_running_loop().set_default_executor(executor)
     processes = knobs.pool_processes()
     cpu_pool = pool.start(processes)
     session = upstream.open_session()
+    main, blocking = await db.open_async(framework)
     try:
-        yield Worker(executor_threads, sync_threads, processes, cpu_pool, session)
+        yield Worker(executor_threads, sync_threads, processes, cpu_pool, session, main, blocking)
     finally:
         release_blocked()
+        await db.close_async(main, blocking)
         await session.close()
         pool.stop(cpu_pool)
         executor.shutdown(wait=False, cancel_futures=True)
@@ -86,6 +95,9 @@ def info(framework: str, worker: Worker, workers: int | None = None, **base: Any
         "cpu-pool": workers * worker.pool_processes,
         "upstream": None,  # aiohttp without a connection cap
         "upstream-seq": None,
+        "db": workers * worker.db.size,  # a request holds one of asyncpg's connections
+        "db-blocking": workers,  # the sync driver holds the event loop, like /blocking
+        "db-rows": workers * worker.db.size,
     }
     return {
         **infos.base(framework, **base),
@@ -93,6 +105,7 @@ def info(framework: str, worker: Worker, workers: int | None = None, **base: Any
         "threads": worker.sync_threads,
         "executor_threads": worker.executor_threads,
         "pool_processes": worker.pool_processes,
+        "database": db.info(worker.db, worker.db_blocking),
         "capacity": infos.check_capacity(capacity),
     }
 
@@ -141,6 +154,18 @@ async def _upstream_seq(w: Worker, p: Params, rid: str | None) -> Body:
     return await endpoints.upstream_seq(w.session, rid=rid, **p)
 
 
+async def _db(w: Worker, p: Params, rid: str | None) -> Body:
+    return await db.sleep(w.db, **p)
+
+
+async def _db_blocking(w: Worker, p: Params, rid: str | None) -> Body:
+    return db.sleep_sync(w.db_blocking, **p, endpoint="db-blocking")  # on the loop, on purpose
+
+
+async def _db_rows(w: Worker, p: Params, rid: str | None) -> Body:
+    return await db.rows(w.db, **p)
+
+
 async def _health(w: Worker, p: Params, rid: str | None) -> Body:
     return endpoints.health()
 
@@ -156,5 +181,8 @@ ENDPOINTS: dict[str, Handler] = {
     "cpu-pool": _cpu_pool,
     "upstream": _upstream,
     "upstream-seq": _upstream_seq,
+    "db": _db,
+    "db-blocking": _db_blocking,
+    "db-rows": _db_rows,
     "health": _health,
 }

@@ -11,6 +11,8 @@ One rule for every target, so that no target is tuned while others stay at defau
 - EXECUTOR_THREADS: asyncio's default executor (used by /executor); default Python's own
   rule, min(32, os.cpu_count() + 4).
 - POOL_PROCESSES: processes per worker in the /cpu-pool process pool; default CPUs.
+- DB_POOL: connections per worker in each database pool (labkit.db), minimum and maximum
+  alike; unset means the driver's own default (asyncpg 10, psycopg_pool 4).
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ def executor_threads() -> int:
 
 def pool_processes() -> int:
     return _int_env("POOL_PROCESSES", cpus())  # type: ignore[return-value]
+
+
+def db_pool() -> int | None:
+    return _int_env("DB_POOL", None)  # the contract's x-lab.database pool-env
 
 
 def shared_executor_threads() -> int:

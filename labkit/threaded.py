@@ -2,9 +2,10 @@
 one worker process holds, made when it starts (gunicorn's post_worker_init, or around the dev
 server's run) and released when it stops, and its /info.
 
-    worker = start(workers=..., threads=...)   # in the worker's main thread
-    worker = start_granian()                   # the same, from granian's options
+    worker = start("flask", workers=..., threads=...)   # in the worker's main thread
+    worker = start_granian("flask")                     # the same, from granian's options
     endpoints.upstream_sync(worker.client, worker.fan_out, ms, n, rid)
+    db.sleep_sync(worker.db, ms, "db"), db.rows_sync(worker.db, n, seed)
     info(framework, worker)
     stop(worker)
     serve_dev(run, stop)                       # a dev server (Flask's app.run) instead
@@ -24,8 +25,8 @@ from typing import Any
 import httpx
 
 from lab.contract import load
+from labkit import db, knobs, pool, upstream
 from labkit import info as infos
-from labkit import knobs, pool, upstream
 from labkit.work import release_blocked
 
 FAN_OUT_THREADS = 100  # the contract's largest n: one /upstream call never queues for a thread
@@ -42,25 +43,32 @@ class Worker:
     pool: ProcessPoolExecutor
     client: httpx.Client
     fan_out: ThreadPoolExecutor
+    db: db.SyncPool  # psycopg_pool: /db, /db-blocking (the same here), /db-rows
     graceful_s: float | None = None  # the server's graceful timeout, when the app can see it
 
 
-def start(workers: int, threads: int | None, graceful_s: float | None = None) -> Worker:
-    """This worker's resources. Call it from the worker's main thread (labkit.pool)."""
+def start(
+    framework: str, workers: int, threads: int | None, graceful_s: float | None = None
+) -> Worker:
+    """This worker's resources. Call it from the worker's main thread (labkit.pool), which
+    forks the pool's processes before the database pool starts its threads. `framework`
+    names the database connections when LAB_TARGET does not."""
     processes = knobs.pool_processes()
+    cpu_pool = pool.start(processes)
     return Worker(
         workers=workers,
         threads=threads,
         executor_threads=knobs.executor_threads(),
         pool_processes=processes,
-        pool=pool.start(processes),
+        pool=cpu_pool,
         client=upstream.open_client(),
         fan_out=ThreadPoolExecutor(FAN_OUT_THREADS, thread_name_prefix="fan-out"),
+        db=db.open_sync(framework),
         graceful_s=graceful_s,
     )
 
 
-def start_granian() -> Worker:
+def start_granian(framework: str) -> Worker:
     """start() with the options of the granian server running this worker (labkit.granian): its
     workers, the Python threads a WSGI worker runs requests in, its kill timeout. Call it from
     granian's --factory target, which each worker calls in its main thread as it starts."""
@@ -71,12 +79,13 @@ def start_granian() -> Worker:
         raise RuntimeError(
             f"a thread-per-request app runs on granian --interface wsgi, not {served.interface}"
         )
-    return start(served.workers, served.wsgi_threads, served.workers_kill_timeout)
+    return start(framework, served.workers, served.wsgi_threads, served.workers_kill_timeout)
 
 
 def stop(worker: Worker, wait_for_pool: bool = True) -> None:
     """Release the worker's resources; wakes every request thread still blocked in a wait."""
     release_blocked()
+    db.close_sync(worker.db)
     worker.fan_out.shutdown(wait=False, cancel_futures=True)
     worker.client.close()
     if wait_for_pool:
@@ -87,17 +96,21 @@ def info(framework: str, worker: Worker, **base: Any) -> dict[str, Any]:
     """/info of a thread-per-request target. A request holds one request thread from start to
     end (an async view runs to completion inside it), so every endpoint serves workers x threads
     at once, or without bound when the server makes a thread per request; /cpu-pool is also
-    bounded by the worker's pool processes."""
-    w, t, p = worker.workers, worker.threads, worker.pool_processes
+    bounded by the worker's pool processes, the database endpoints by its connections (D):
+    a request holds its thread and a connection, so a thread per request serves D."""
+    w, t, p, d = worker.workers, worker.threads, worker.pool_processes, worker.db.size
     slots = None if t is None else w * t
     capacity: dict[str, int | None] = {e.name: slots for e in load().bench_endpoints()}
     capacity["cpu-pool"] = w * min(t or p, p)
+    for name in ("db", "db-blocking", "db-rows"):  # /db-blocking is /db: no loop to block
+        capacity[name] = w * (d if t is None else min(t, d))
     return {
         **infos.base(framework, graceful_s=worker.graceful_s, **base),
         "workers": w,
         "threads": t,
         "executor_threads": worker.executor_threads,
         "pool_processes": p,
+        "database": db.info(worker.db),
         "capacity": infos.check_capacity(capacity),
     }
 

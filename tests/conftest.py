@@ -1,5 +1,5 @@
-"""Shared fixtures: the contract, the upstream service, and every discovered target x profile,
-each started once for the whole session (`served`)."""
+"""Shared fixtures: the contract, the upstream service, the database, and every discovered
+target x profile, each started once for the whole session (`served`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from harness.targets import CASE_IDS, CASES, Served, start_target
 
 from lab.contract import Contract, load
 from lab.proc import server
+from lab.proc.database import Database
 from lab.proc.probe import get
 
 # Every test has one kind: its module's `pytestmark`, or a mark on the test itself (closest
@@ -78,13 +79,25 @@ def upstream() -> Iterator[server.ServerProcess]:
     assert report.clean, f"upstream left {report.leftover}"
 
 
+@pytest.fixture(scope="session")
+def database() -> Iterator[Database]:
+    """One embedded PostgreSQL (a fresh world table) for the whole session, started on first
+    use: every served target's DATABASE_URL. Tests that change a row put it back at once."""
+    db = Database().start()
+    yield db
+    report = db.stop()
+    assert report.clean, f"postgres left {report.leftover} (port free: {report.port_free})"
+
+
 @pytest.fixture(scope="session", params=CASES, ids=CASE_IDS)
-def served(request: pytest.FixtureRequest, upstream: server.ServerProcess) -> Iterator[Served]:
+def served(
+    request: pytest.FixtureRequest, upstream: server.ServerProcess, database: Database
+) -> Iterator[Served]:
     """One server per target x profile for the whole session: pytest runs every test of one
     case before it starts the next. WORKERS=1, so that a batch of concurrent requests cannot
     be split unevenly between worker processes by the kernel."""
     target, profile = request.param
-    proc = start_target(target, profile, upstream.url, WORKERS="1")
+    proc = start_target(target, profile, upstream.url, WORKERS="1", DATABASE_URL=database.url)
     info = get(proc.url, "/info").body
     yield Served(target, profile, proc, info)
     report = proc.stop()

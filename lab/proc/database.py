@@ -70,6 +70,8 @@ START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 5.0
 CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout: whole seconds, at least 2
 APPLICATION_NAME = "concurrency-lab"
+# What util-linux 2.38's unshare says when the process it forked was killed by a signal.
+UNSHARE_SIGNALED = "unshare: sigprocmask unblock failed"
 
 # The embedded server's settings (postgres -c NAME=VALUE), for a benchmark of waits on a
 # throwaway database. Each one is read back from the server and recorded in info().
@@ -347,6 +349,18 @@ class Database(ProcessWithLog):
     @property
     def max_connections(self) -> int:
         return int(self.server.get("settings", {}).get("max_connections") or 0)
+
+    def how_it_ended(self) -> str:
+        """How the server ended, as children.describe_exit says it ('' while it runs, or when
+        it was never started). In a PID namespace the status is unshare's, which passes the
+        postmaster's exit status on; a postmaster killed by a signal makes util-linux 2.38's
+        unshare fail to raise that signal again: it says so in the log and exits 1."""
+        if self.proc is None or self.proc.poll() is None:
+            return ""
+        code = self.proc.returncode
+        if self.namespace and code == 1 and UNSHARE_SIGNALED in self.log_tail(5):
+            return "was killed by a signal"
+        return children.describe_exit(code)
 
     def check_pool(self, workers: int, pool: int) -> str | None:
         """pool_fits() for this server: None, or the one-line refusal."""

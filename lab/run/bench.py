@@ -25,6 +25,7 @@ from lab.errors import UsageError
 from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, names, parse_duration
 from lab.model import MAX_CELL_S
 from lab.proc import children, interrupt, runlock, server
+from lab.proc.database import Database, DatabaseUnavailable, bin_dir, display_url, run_as
 from lab.record import RunMeta
 from lab.run import loadgen
 from lab.run.progress import clock
@@ -209,6 +210,7 @@ class Plan:
     run: RunDir | None = None  # the run to resume; a new one is created once the lock is ours
     meta: RunMeta | None = None  # its run.json
     matrix: dict[str, Any] | None = None  # a new run's matrix, with its seed, for run.json
+    database: Database | None = None  # --db-url's server, checked (not with --plan)
 
     @property
     def todo(self) -> list[Cell]:
@@ -244,10 +246,25 @@ def _resume_plan(args: argparse.Namespace) -> Plan:
         raise UsageError(f"{args.resume}: run.json lacks its options or cells; it cannot resume")
     _results_base(run.path)
     options = Options(**meta.options)
+    if args.db_url:  # run.json keeps the URL without its password: it may be given again
+        if not options.db_url:
+            raise UsageError(
+                f"run {run.run_id} queried the embedded database; drop --db-url to resume it"
+            )
+        options.db_url = args.db_url
     cells = [Cell.from_json(c) for c in meta.cells]
     _apply_env((meta.matrix or {}).get("env") or {})
     interpreters.check_cells(cells)
-    return Plan(f"resume of {run.run_id}", cells, run.done(), options, run, meta)
+    plan = Plan(f"resume of {run.run_id}", cells, run.done(), options, run, meta)
+    try:
+        plan.database = _database(plan, check=not args.plan)
+    except DatabaseUnavailable as exc:
+        if options.db_url and not args.db_url:
+            raise DatabaseUnavailable(
+                f"{exc}; run.json keeps the URL without its password: give it with --db-url"
+            ) from None
+        raise
+    return plan
 
 
 def _new_plan(args: argparse.Namespace, all_targets: bool) -> Plan:
@@ -263,12 +280,37 @@ def _new_plan(args: argparse.Namespace, all_targets: bool) -> Plan:
     seed = random.randrange(2**31)
     cells = expand(matrix, _targets_for(matrix, info), seed=seed)
     _check_params_apply(args, {c.endpoint for c in cells})
-    options = Options(url=args.url, port=args.port, pin=not args.no_pin)
+    options = Options(url=args.url, port=args.port, pin=not args.no_pin, db_url=args.db_url)
     if matrix.max_duration:
         options.max_cell_s = parse_duration(matrix.max_duration)
     if args.canary_rate is not None:
         options.canary_rate = args.canary_rate
-    return Plan(matrix.name, cells, set(), options, matrix={**matrix.to_json(), "seed": seed})
+    plan = Plan(matrix.name, cells, set(), options, matrix={**matrix.to_json(), "seed": seed})
+    if args.db_url and not _db_cells(plan.cells):
+        raise UsageError("--db-url does not apply: no cell of this run queries a database")
+    plan.database = _database(plan, check=not args.plan)
+    return plan
+
+
+def _db_cells(cells: list[Cell]) -> list[Cell]:
+    contract = load()
+    return [c for c in cells if contract[c.endpoint].kind == "db"]
+
+
+def _database(plan: Plan, check: bool) -> Database | None:
+    """The database the run's db cells will query, checked before anything starts (one line,
+    exit 2): --db-url's server reachable (and its world table there), or the embedded
+    server's binaries installed and its user able to run them. Returns the user's server;
+    the embedded one is started by the runner, in the run's folder. check=False (--plan):
+    nothing is connected to."""
+    if not check or not _db_cells(plan.todo):
+        return None
+    if plan.options.db_url:
+        return Database.external(plan.options.db_url)
+    if not plan.options.url:  # with --url alone the remote server has its own
+        bin_dir()
+        run_as()
+    return None
 
 
 def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str]) -> int:
@@ -318,19 +360,33 @@ def _open(plan: Plan, base: Path, argv: list[str]) -> tuple[RunDir, RunMeta, Run
                 f"(their rows moved to {run.retried_path.name})",
                 file=sys.stderr,
             )
-        runner = Runner(run, plan.options)
+        runner = Runner(run, plan.options, plan.database)
         run.resume(meta)
         return run, meta, runner
     try:
         run = RunDir.create(base)
     except OSError as exc:
         raise UsageError(f"cannot create a run folder in {base}: {exc.strerror}") from None
-    runner = Runner(run, plan.options)
+    runner = Runner(run, plan.options, plan.database)
     cpus = {"server": runner.server_cpus, "k6": runner.k6_cpus}
     meta = run.start(
-        plan.cells, plan.matrix or {}, argv, plan.options.to_json(), cpus, loadgen.binary()
+        plan.cells, plan.matrix or {}, _shown(argv), plan.options.to_json(), cpus, loadgen.binary()
     )
     return run, meta, runner
+
+
+def _shown(argv: list[str]) -> list[str]:
+    """The command line as run.json records it: --db-url's password left out."""
+    shown, hide = [], False
+    for arg in argv:
+        if hide:
+            arg, hide = display_url(arg), False
+        elif arg == "--db-url":
+            hide = True
+        elif arg.startswith("--db-url="):
+            arg = "--db-url=" + display_url(arg.split("=", 1)[1])
+        shown.append(arg)
+    return shown
 
 
 def _finish(run: RunDir, meta: RunMeta, runner: Runner, status: str) -> bool:
@@ -338,7 +394,7 @@ def _finish(run: RunDir, meta: RunMeta, runner: Runner, status: str) -> bool:
     later --resume, report or run finds the run's runner gone and marks it)."""
     costs = [cost.to_json() for _, cost in sorted(runner.loadgen.items())]
     try:
-        run.finish(meta, status, runner.servers, costs)
+        run.finish(meta, status, runner.servers, costs, runner.database_record())
         return True
     except OSError as exc:
         print(
@@ -370,6 +426,10 @@ def _execute(run: RunDir, meta: RunMeta, runner: Runner, plan: Plan, all_targets
             file=sys.stderr,
         )
         return 130
+    except UsageError:  # the database could not start: one line (lab.cli), no cell ran
+        with interrupt.shielded():
+            _finish(run, meta, runner, "failed")
+        raise
     except OSError as exc:  # the results folder cannot be written (a full disk)
         _finish(run, meta, runner, "failed")
         print(
@@ -465,6 +525,12 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     run_arguments(p)
     p.add_argument("--url", help="benchmark a running server at this URL (no local lifecycle)")
     p.add_argument("--allow-remote", action="store_true", help="let --url name a non-loopback host")
+    p.add_argument(
+        "--db-url",
+        metavar="URL",
+        help="the database cells query your PostgreSQL at this URL (postgresql://user:pass@host"
+        "/db): nothing is started or pinned; default: an embedded one per run",
+    )
     p.add_argument("--resume", metavar="RUN", help="finish the missing cells of an earlier run")
     p.add_argument(
         "--canary-rate",

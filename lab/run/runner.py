@@ -1,6 +1,9 @@
 """Runs a list of cells into a run folder. One cell: a fresh server pinned to its own CPUs,
 /health, a short warm-up, the measured k6 run (with the server tree and k6 sampled), then a
-stop that must leave nothing behind. A failing cell becomes an error row; the run goes on."""
+stop that must leave nothing behind. A failing cell becomes an error row; the run goes on.
+The services cells wait on are the run's, started when a cell first needs them, on the load
+side's CPUs, and again when one died: the upstream service and the database (one per run,
+in its folder, unless --db-url names the user's)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from lab import interpreters, model, rundir
 from lab.contract import load
 from lab.matrix import Cell
 from lab.proc import children, interrupt, probe, server
+from lab.proc.database import Database, DatabaseError, DatabaseUnavailable, display_url
 from lab.proc.sampler import Sampler
 from lab.record import CellResult, utc_now
 from lab.run import calibrate, loadgen
@@ -48,9 +52,15 @@ class Options:
     # k6 ends at duration + GRACEFUL_STOP (3 s) + its summary; beyond this margin it hung.
     k6_margin_s: float = 60.0
     max_cell_s: float = model.MAX_CELL_S  # the longest a cell may be lengthened (a matrix's)
+    # --db-url: the user's PostgreSQL instead of the embedded one (nothing started or pinned)
+    db_url: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """For run.json: the database's URL without its password (--resume takes it again)."""
+        data = asdict(self)
+        if self.db_url:
+            data["db_url"] = display_url(self.db_url)
+        return data
 
 
 def cpu_split(pin: bool = True) -> tuple[list[int] | None, list[int] | None]:
@@ -86,17 +96,26 @@ class Attempt:
     base: str = ""  # the server's URL
     info: dict[str, Any] = field(default_factory=dict)  # its /info
     upstream: server.ServerProcess | None = None  # the upstream service an /upstream cell calls
+    database: Database | None = None  # the run's database a db cell queries (embedded only)
     k6run: loadgen.K6Run | None = None
     sampler: Sampler | None = None
 
 
 class Runner:
-    def __init__(self, run: RunDir, options: Options) -> None:
+    def __init__(self, run: RunDir, options: Options, database: Database | None = None) -> None:
+        """database: the user's server (Database.external of --db-url); None: the embedded
+        one, started when a cell first needs it."""
         self.run = run
         self.options = options
         self.contract = load()
         self.server_cpus, self.k6_cpus = cpu_split(options.pin and not options.url)
         self.upstream: server.ServerProcess | None = None
+        self.database = database
+        # run.json's `database`: the server's info once a cell used it, how many times a
+        # fresh one replaced one that died, how the last one stopped
+        self.database_info: dict[str, Any] | None = None
+        self.database_restarts = 0
+        self.database_stop: dict[str, Any] | None = None
         self.servers: dict[str, Any] = {}
         # k6's cost per request, measured once per VU count (it grows with the VUs)
         self.loadgen: dict[int, calibrate.LoadgenCost] = {}
@@ -106,20 +125,23 @@ class Runner:
     def execute(self, cells: list[Cell], done: set[str]) -> list[CellResult]:
         """Run every cell whose id is not in `done`; returns this session's rows."""
         todo = [c for c in cells if c.id not in done]
-        print(
-            f"run {self.run.run_id}: {len(todo)} cells to run"
-            + (f" ({len(done)} already done)" if done else "")
-            + f", about {clock(estimate_s(todo))}; server CPUs {self.server_cpus or 'all'}, "
-            f"k6 CPUs {self.k6_cpus or 'all'}",
-            file=sys.stderr,
-        )
-        progress = Progress(len(todo), estimate_s(todo))
         rows: list[CellResult] = []
         if self.k6_cpus:
             # The runner (its sampler, probes and calibration) measures: it sits with k6,
             # leaving the server's CPUs to the server alone.
             os.sched_setaffinity(0, self.k6_cpus)
         try:
+            # first: a database that cannot start is the run's one line
+            if any(self.contract[c.endpoint].kind == "db" for c in todo):
+                self._start_database()
+            print(
+                f"run {self.run.run_id}: {len(todo)} cells to run"
+                + (f" ({len(done)} already done)" if done else "")
+                + f", about {clock(estimate_s(todo))}; server CPUs {self.server_cpus or 'all'}, "
+                f"k6 CPUs {self.k6_cpus or 'all'}",
+                file=sys.stderr,
+            )
+            progress = Progress(len(todo), estimate_s(todo))
             for cell in todo:
                 progress.show(cell.id)
                 row = self.cell(cell, index=len(done) + len(rows) + 1)
@@ -132,6 +154,7 @@ class Runner:
                 if self.upstream:
                     self.upstream.stop()
                     self.upstream = None
+                self._stop_database()
         return rows
 
     def loadgen_cost(self, vus: int) -> calibrate.LoadgenCost:
@@ -154,6 +177,83 @@ class Runner:
             self.upstream = server.upstream_server(cpus=self.k6_cpus).start()
         return self.upstream.url
 
+    def _start_database(self) -> None:
+        """Before the first cell of a run with db cells: the run's own database, in its folder
+        on the load side's CPUs (not with --url: the remote server has its own, unknown to
+        us), recorded with the user's (--db-url) in run.json. One that cannot start ends the
+        run before any cell, in one line (DatabaseUnavailable: exit 2)."""
+        if self.database is None and not self.options.url:
+            try:
+                self.database = self._new_database()
+            except DatabaseError as exc:
+                log = self.run.path / "postgres" / "postgres.log"
+                raise DatabaseUnavailable(
+                    f"the database did not start: {exc.args[0].splitlines()[0]} (log: {log})"
+                ) from None
+        if self.database is not None:
+            self._record_database(self.database)
+
+    def _new_database(self) -> Database:
+        return Database(self.run.path / "postgres", cpus=self.k6_cpus).start()
+
+    def _database(self) -> Database | None:
+        """The database a db cell's server queries (None: none known, with --url): the
+        user's, or the run's own, replaced by a fresh one when it died."""
+        db = self.database
+        if db is None or not db.embedded or db.alive():
+            return db
+        # It died (during an earlier cell, which says so): whatever is left of it is ended,
+        # its data folder removed, and a fresh one started in the same place.
+        self.database = None
+        db.stop()
+        self.database_restarts += 1
+        try:
+            self.database = self._new_database()
+        except DatabaseUnavailable as exc:  # not the user's mistake, this late: the cell's
+            raise DatabaseError(str(exc)) from None
+        return self.database
+
+    def _record_database(self, db: Database) -> None:
+        """run.json's `database`, written as soon as the server is in use (a run killed later
+        keeps it); one line on stderr says which server the cells query."""
+        self.database_info = db.info()
+        self.run.record_database(self.database_record())
+        info = self.database_info
+        where = f"pid {db.postmaster}, CPUs {db.cpus or 'all'}" if db.embedded else "not ours"
+        print(
+            f"database: {info['kind']} PostgreSQL {info.get('server_version')} at "
+            f"{info['url']} ({where})",
+            file=sys.stderr,
+        )
+
+    def database_record(self) -> dict[str, Any] | None:
+        """What run.json records of the run's database (None: no cell used one)."""
+        if self.database_info is None:
+            return None
+        record = {**self.database_info, "restarts": self.database_restarts}
+        if self.database_stop is not None:
+            record["stop"] = self.database_stop
+        return record
+
+    def _stop_database(self) -> None:
+        """The run's end: the embedded database stopped with nothing left (the user's is left
+        as it was); a stop that needed SIGKILL is said, and recorded."""
+        db, self.database = self.database, None
+        if db is None or not db.embedded or db.proc is None:
+            return
+        report = db.stop()
+        self.database_stop = {
+            "seconds": round(report.seconds, 3),
+            "clean": report.clean,
+            "leftover": report.leftover,
+        }
+        if not report.clean:
+            print(
+                f"lab: the database's stop needed SIGKILL for pids {report.leftover} "
+                f"(port free: {report.port_free})",
+                file=sys.stderr,
+            )
+
     # --- one cell -------------------------------------------------------------------------
 
     def cell(self, cell: Cell, index: int) -> CellResult:
@@ -172,7 +272,11 @@ class Runner:
                 raise CellError(message + self._server_tail(attempt, facts))
             judge(attempt.row)
         except (CellError, server.ServerError, calibrate.CalibrationError, OSError) as exc:
-            attempt.row.update(status="error", error=_one_line(_explain(exc, self.run.path)))
+            message = _explain(exc, self.run.path)
+            died = database_death(attempt.database)
+            if died and died not in message:  # e.g. a calibration's 503 says only "503"
+                message = f"{died}: {message}"
+            attempt.row.update(status="error", error=_one_line(message))
             judge(attempt.row)
         finally:
             with interrupt.shielded():  # bounded: a few seconds at most, whatever died
@@ -202,6 +306,9 @@ class Runner:
     def _serve(self, attempt: Attempt) -> None:
         """Start the cell's server (or take --url's), read its /info and fill the row with it."""
         cell, row = attempt.cell, attempt.row
+        db = self._database() if attempt.endpoint.kind == "db" else None
+        if db is not None and db.embedded:
+            attempt.database = db
         if self.options.url:
             attempt.base = self.options.url.rstrip("/")
         else:
@@ -214,6 +321,9 @@ class Runner:
                 port=self.options.port,
                 cpus=self.server_cpus,
                 upstream_url=upstream_url or "http://127.0.0.1:9",
+                # Only a db cell's server opens pools: the others are measured as before the
+                # database existed (and a DATABASE_URL in the shell never reaches them).
+                env={"DATABASE_URL": db.url if db else ""},
                 log=self.run.logs / f"{attempt.stem}-server.log",
                 bin_dir=attempt.env.bin_dir if attempt.env and cell.python else None,
             )
@@ -229,7 +339,12 @@ class Runner:
             workers=attempt.info.get("workers"),
             threads=attempt.info.get("threads"),
             capacity=attempt.info.get("capacity", {}).get(cell.endpoint),
+            db_pool=model.db_pool(cell.endpoint, attempt.info),
         )
+        if db is not None:
+            refusal = pool_refusal(db, attempt.info)
+            if refusal:
+                raise CellError(refusal)
 
     def _plan(self, attempt: Attempt) -> float:
         """Warm the server up, calibrate and predict the cell on it idle, and take the timeline
@@ -238,7 +353,7 @@ class Runner:
         cell, endpoint, row = attempt.cell, attempt.endpoint, attempt.row
         warm_up(attempt.base, endpoint, cell)
         # The model's inputs, on the idle server, and its prediction: before the load.
-        demand = self.calibrate(cell, endpoint, attempt.base, attempt.proc)
+        demand = self.calibrate(cell, endpoint, attempt.base, attempt.proc, attempt.database)
         prediction = self.predict(cell, endpoint, demand, attempt.info, row)
         seconds, row.censored = model.planned_duration_s(
             cell.duration_s, prediction.rps, self.options.max_cell_s
@@ -268,6 +383,8 @@ class Runner:
             pids["server"] = attempt.proc.pid
         if attempt.upstream:
             pids["upstream"] = attempt.upstream.pid  # it shares the load side's CPUs
+        if attempt.database and attempt.database.proc:
+            pids["database"] = attempt.database.proc.pid  # so does the database
         attempt.sampler = Sampler(pids).start()
         budget = seconds + self.options.k6_margin_s
         code = attempt.k6run.wait(timeout=budget)
@@ -290,6 +407,7 @@ class Runner:
             server_exit=_exit_code(attempt.proc),
             upstream_pid=attempt.upstream.pid if attempt.upstream else None,
             upstream_exit=_exit_code(attempt.upstream),
+            database=database_death(attempt.database),
             ended=ended,
             # only read when it can explain a missing summary
             disk_note=_disk_note(self.run.path) if code is not None and data is None else "",
@@ -361,19 +479,27 @@ class Runner:
         endpoint: Any,
         base: str,
         proc: server.ServerProcess | None,
+        database: Database | None = None,
     ) -> model.Demand:
         """The model's inputs, measured on the idle server (and k6's cost per request at this
-        many VUs, measured once)."""
+        many VUs, measured once); a db cell's database's CPU per request when it is ours."""
         k6 = self.loadgen_cost(cell.vus)
         upstream_pid = self.upstream.pid if endpoint.kind == "upstream" and self.upstream else None
-        cost = calibrate.server_cost(base, endpoint, cell, proc.pid if proc else None, upstream_pid)
+        db_pid = database.proc.pid if database and database.proc else None  # its whole tree
+        cost = calibrate.server_cost(
+            base, endpoint, cell, proc.pid if proc else None, upstream_pid, db_pid=db_pid
+        )
+        service = endpoint.service_ms(dict(cell.params))
+        if service is None:  # "calibrated" in the contract (/db-rows): the wait measured
+            service = cost.wait_ms
         return model.Demand(
-            service_ms=endpoint.service_ms(dict(cell.params)) or 0.0,
+            service_ms=service or 0.0,
             server_cpu_ms=cost.cpu_ms,
             overhead_ms=cost.overhead_ms,
             upstream_cpu_ms=cost.upstream_cpu_ms,
             loadgen_us=k6.us_per_request,
             overshoot_ms=cost.overshoot_ms,
+            db_cpu_ms=cost.db_cpu_ms,
         )
 
     def predict(
@@ -390,6 +516,7 @@ class Runner:
             overhead_ms=demand.overhead_ms,
             overshoot_ms=demand.overshoot_ms,
             upstream_cpu_ms=demand.upstream_cpu_ms,
+            db_cpu_ms=demand.db_cpu_ms,
             loadgen_us=demand.loadgen_us,
             loadgen_rps_max=p.loadgen_rps_max,
             predicted_rps=p.rps,
@@ -435,6 +562,7 @@ class CellFacts:
     server_exit: int | None = None  # the local server's exit code; None while it runs
     upstream_pid: int | None = None  # the upstream service an /upstream cell called
     upstream_exit: int | None = None  # its exit code; None while it runs
+    database: str = ""  # how the run's database died during the cell ('' : it did not)
     ended: tuple[int, ...] = ()  # the server's serving processes that ended (restarts)
     disk_note: str = ""  # what the results disk says when k6 wrote no summary
 
@@ -456,6 +584,8 @@ def cell_problems(facts: CellFacts) -> list[str]:
             f"the upstream service (pid {facts.upstream_pid}) "
             f"{children.describe_exit(facts.upstream_exit)} during the cell"
         )
+    if facts.database:
+        problems.append(facts.database)
     share = _failed_share(facts.requests, facts.failed_requests)
     if facts.k6_exit is None:
         problems.append(f"k6 did not finish within {facts.budget_s:.0f} s (hung?) and was stopped")
@@ -500,6 +630,33 @@ def _exit_code(proc: server.ServerProcess | None) -> int | None:
     return proc.proc.returncode
 
 
+def database_death(db: Database | None) -> str:
+    """How the run's own database died ('' while it runs, or for none): named by the
+    postmaster's pid, as the upstream service is by its own."""
+    ended = db.how_it_ended() if db else ""
+    if db is None or not ended:
+        return ""
+    pid = db.postmaster or (db.proc.pid if db.proc else "?")
+    return f"the database (pid {pid}) {ended} during the cell"
+
+
+def pool_refusal(db: Database, info: dict[str, Any]) -> str | None:
+    """A db cell's server must fit the database: each worker opens its pools when it starts
+    serving, /db's and, when it is another driver's, /db-blocking's (asyncpg's and psycopg's
+    in the async Python targets). None: it fits, or /info states no pools."""
+    pools = info.get("database")
+    workers = info.get("workers")
+    if not isinstance(pools, dict) or not isinstance(workers, int):
+        return None
+    per_worker = pools.get("pool")
+    if not isinstance(per_worker, int):
+        return None
+    blocking = pools.get("blocking_pool")
+    if pools.get("blocking_driver") != pools.get("driver") and isinstance(blocking, int):
+        per_worker += blocking
+    return db.check_pool(workers, per_worker)
+
+
 def _disk_note(path: Path) -> str:
     free = rundir.free_bytes(path)
     if free is not None and free < rundir.DISK_LOW_BYTES:
@@ -532,11 +689,14 @@ def _usage(
     k6 = usage.get("k6")
     srv = usage.get("server")
     up = usage.get("upstream")
+    db = usage.get("database")
     k6_pct = k6.cpu_pct if k6 else None
     srv_pct = srv.cpu_pct if srv else None
     up_pct = up.cpu_pct if up else None
-    # The load side is k6 and, for /upstream cells, the upstream service on the same CPUs.
-    load_pct = None if k6_pct is None else k6_pct + (up_pct or 0.0)
+    db_pct = db.cpu_pct if db else None
+    # The load side is k6 and what shares its CPUs: the upstream service for /upstream cells,
+    # the database for db cells.
+    load_pct = None if k6_pct is None else k6_pct + (up_pct or 0.0) + (db_pct or 0.0)
     every = os.cpu_count() or 1
     k6_budget = len(k6_cpus) if k6_cpus else every
     srv_budget = len(server_cpus) if server_cpus else every
@@ -546,6 +706,7 @@ def _usage(
         "server_rss_mb": srv.rss_mb if srv else None,
         "k6_cpu_pct": k6_pct,
         "upstream_cpu_pct": up_pct,
+        "db_cpu_pct": db_pct,
         "loadgen_bound": load_pct is not None and load_pct >= model.LOADGEN_BOUND_PCT * k6_budget,
         "server_cpu_bound": srv_pct is not None and srv_pct >= model.SERVER_BOUND_PCT * srv_budget,
     }

@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lab import ROOT
 from lab.arguments import add_command
@@ -84,11 +86,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--check", action="store_true", help="compare only; do not write")
 
 
-# --- CONTRACT.md's capacity table, checked against every server's /info --------------------
+# --- CONTRACT.md's capacity tables, checked against every server's /info --------------------
 
 CONTRACT = ROOT / "CONTRACT.md"
-_VARIABLES = {"W": "workers", "T": "threads", "E": "executor_threads", "P": "pool_processes"}
-_FORMULA = re.compile(r"(?:[WTEP]|min\([WTEP], [WTEP]\))(?:·(?:[WTEP]|min\([WTEP], [WTEP]\)))*")
+TABLE_HEAD = "| target / profile |"
+# A formula's letters and where /info has them: D is the database pool per worker.
+_VARIABLES = {
+    "W": ("workers",),
+    "T": ("threads",),
+    "E": ("executor_threads",),
+    "P": ("pool_processes",),
+    "D": ("database", "pool"),
+}
+_TERM = r"(?:[WTEPD]|min\([WTEPD], [WTEPD]\))"
+_FORMULA = re.compile(rf"{_TERM}(?:·{_TERM})*")
 
 
 def _without_notes(text: str) -> str:
@@ -106,10 +117,21 @@ def _without_notes(text: str) -> str:
 
 
 def capacity_table(path: Path = CONTRACT) -> dict[tuple[str, str], dict[str, str | None]]:
-    """{(target, profile): {endpoint: formula or None}} from CONTRACT.md's capacity table;
-    `min(T, P)` is kept, other parenthesised notes are dropped."""
+    """{(target, profile): {endpoint: formula or None}} from CONTRACT.md's capacity tables
+    (every table whose header starts with '| target / profile |': the sleeps' and CPU's, the
+    database's), merged; `min(T, P)` is kept, other parenthesised notes are dropped."""
     lines = path.read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| target / profile |"))
+    table: dict[tuple[str, str], dict[str, str | None]] = {}
+    starts = [i for i, line in enumerate(lines) if line.startswith(TABLE_HEAD)]
+    if not starts:
+        raise ValueError(f"{path.name} has no capacity table (a header {TABLE_HEAD!r})")
+    for start in starts:
+        for case, formulas in _read_table(lines, start).items():
+            table.setdefault(case, {}).update(formulas)
+    return table
+
+
+def _read_table(lines: list[str], start: int) -> dict[tuple[str, str], dict[str, str | None]]:
     columns = [c.strip() for c in lines[start].strip("|").split("|")][1:]
     endpoints = [
         ["upstream", "upstream-seq"] if c == "upstream(-seq)" else c.split(", ") for c in columns
@@ -133,19 +155,112 @@ def capacity_table(path: Path = CONTRACT) -> dict[tuple[str, str], dict[str, str
     return table
 
 
-def capacity(formula: str | None, info: dict[str, object]) -> int | None:
-    """A formula of the table evaluated with a server's /info (W, T, E, P)."""
+def _value(info: dict[str, Any], letter: str) -> int:
+    node: Any = info
+    for key in _VARIABLES[letter]:
+        node = node[key]
+    return int(node)
+
+
+def capacity(formula: str | None, info: dict[str, Any]) -> int | None:
+    """A formula of the tables evaluated with a server's /info (W, T, E, P, and D: the
+    database pool per worker, /info's database.pool)."""
     if formula is None:
         return None
-    values = {k: info.get(field) for k, field in _VARIABLES.items()}
 
     def factor(term: str) -> int:
         if term.startswith("min("):
             a, b = term[4:-1].split(", ")
-            return min(int(values[a]), int(values[b]))  # type: ignore[arg-type]
-        return int(values[term])  # type: ignore[arg-type]
+            return min(_value(info, a), _value(info, b))
+        return _value(info, term)
 
     result = 1
     for term in formula.split("·"):
         result *= factor(term)
     return result
+
+
+# --- README's database pools table, checked against every server's /info --------------------
+
+POOLS_HEAD = "| target / profile | driver (`/db`, `/db-rows`) |"
+_MAX_CPUS = re.compile(r"max\((\d+), CPUs\)")
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    """One row of README's pools table, as written (notes dropped)."""
+
+    driver: str  # e.g. "asyncpg (`create_pool`)": /info's driver names its first word
+    pool: str  # the default pool per worker: "10", "max(4, CPUs)"
+    blocking: str  # "same as `/db`", or "<driver>, pool N, on the event loop"
+    capacity: str  # /db's capacity with WORKERS=1, like `pool`
+
+
+def pools_table(path: Path = README, root: Path = ROOT) -> dict[tuple[str, str], PoolRow]:
+    """{(target, profile): PoolRow} from README's pools table (written by hand; the
+    conformance suite compares every row with the servers' /info). Profiles `all`: every
+    profile of the named targets."""
+    lines = path.read_text().splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(POOLS_HEAD)), None)
+    if start is None:
+        raise ValueError(f"{path.name} has no pools table (a header {POOLS_HEAD!r})")
+    manifests = {t.name: t for t in discover(root)}
+    table: dict[tuple[str, str], PoolRow] = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        head, *cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != 4:
+            raise ValueError(f"{path.name} pools table: {head!r} needs 4 cells, has {len(cells)}")
+        row = PoolRow(*(_without_notes(c) if i else c for i, c in enumerate(cells)))
+        targets, profiles = head.split(" / ", 1)
+        for target in (t.strip() for t in targets.split(",")):
+            if target not in manifests:
+                raise ValueError(f"{path.name} pools table: no target {target!r}")
+            names = (
+                list(manifests[target].profiles)
+                if profiles.strip() == "all"
+                else [p.strip() for p in profiles.split(",")]
+            )
+            for profile in names:
+                table[(target, profile)] = row
+    return table
+
+
+def pool_number(cell: str, info: dict[str, Any]) -> int:
+    """A pools table number with a server's /info: '4', or 'max(4, CPUs)' (/info's cpus)."""
+    found = _MAX_CPUS.fullmatch(cell)
+    if found:
+        return max(int(found[1]), int(info["cpus"]))
+    if not cell.isdigit():
+        raise ValueError(f"README pools table: cannot read {cell!r}")
+    return int(cell)
+
+
+def pool_row_problems(row: PoolRow, info: dict[str, Any]) -> list[str]:
+    """Where a row of the pools table differs from a server's /info (served with WORKERS=1
+    and no DB_POOL: the defaults); [] when it says the same."""
+    database = info["database"]
+    wrong = []
+
+    def differs(what: str, written: object, stated: object) -> None:
+        if written != stated:
+            wrong.append(f"{what}: README {written!r}, /info {stated!r}")
+
+    def names(what: str, cell: str, stated: str) -> None:  # /info's name holds its first word
+        word = cell.split()[0].lower()
+        differs(what, word, word if word in stated.lower() else stated)
+
+    names("/db driver", row.driver, database["driver"])
+    differs("pool_source", "default", database["pool_source"])
+    differs("default pool", pool_number(row.pool, info), database["pool"])
+    differs("/db capacity", pool_number(row.capacity, info), info["capacity"]["db"])
+    if row.blocking.startswith("same as"):
+        differs("/db-blocking", "same as /db", database["blocking"])
+    else:
+        names("/db-blocking driver", row.blocking, database["blocking_driver"])
+        pool = re.search(r"pool (\d+)", row.blocking)
+        differs("/db-blocking pool", int(pool[1]) if pool else None, database["blocking_pool"])
+        holds = "event loop" if "on the event loop" in row.blocking else row.blocking
+        differs("/db-blocking holds", holds, database["blocking"])
+    return wrong

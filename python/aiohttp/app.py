@@ -26,7 +26,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 async def serving(app: web.Application) -> AsyncIterator[None]:
     size = knobs.shared_executor_threads()  # a cleanup context: runs in every worker process
-    async with eventloop.serving(size, sync_threads=size) as app[WORKER]:
+    async with eventloop.serving(size, sync_threads=size, framework="aiohttp") as app[WORKER]:
         yield
 
 

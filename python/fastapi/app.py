@@ -22,7 +22,7 @@ CONTRACT = load()
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     threads = eventloop.size_anyio_pool()  # `def` endpoints: anyio's pool
-    async with eventloop.serving(knobs.executor_threads(), threads) as worker:
+    async with eventloop.serving(knobs.executor_threads(), threads, framework="fastapi") as worker:
         app.state.worker = worker
         yield
 

@@ -3,7 +3,8 @@
 request. Views parse their query with labkit.params (400 through an error handler); the
 endpoints' work is labkit's.
 
-Per-worker resources (process pool, HTTP client, fan-out threads) are made when a worker
+Per-worker resources (process pool, HTTP client, fan-out threads, the database pool) are
+made when a worker
 starts, never at import: gunicorn's hooks in gunicorn.conf.py call start()/stop(), granian
 calls the factory granian_app(), and the dev server (`python app.py`) calls them around
 app.run."""
@@ -18,7 +19,7 @@ from typing import Any
 from flask import Flask, request
 
 from lab.contract import load
-from labkit import endpoints, errors, params, threaded, upstream
+from labkit import db, endpoints, errors, params, threaded, upstream
 
 CONTRACT = load()
 Body = dict[str, Any]
@@ -28,7 +29,7 @@ app.json.sort_keys = False  # type: ignore[attr-defined]  # keep "endpoint", "pi
 
 
 def start(workers: int, threads: int | None, graceful_s: float | None) -> None:
-    app.extensions["lab"] = threaded.start(workers, threads, graceful_s)
+    app.extensions["lab"] = threaded.start("flask", workers, threads, graceful_s)
 
 
 def stop(wait_for_pool: bool = True) -> None:
@@ -40,7 +41,7 @@ def granian_app() -> Flask:
     """granian's --factory target: each granian worker calls it in its main thread as it
     starts (for granian what gunicorn.conf.py's post_worker_init is for gunicorn). The
     worker's resources end with its process: granian has no worker-exit hook for WSGI."""
-    app.extensions["lab"] = threaded.start_granian()
+    app.extensions["lab"] = threaded.start_granian("flask")
     return app
 
 
@@ -134,6 +135,22 @@ def upstream_() -> Body:
 @app.get("/upstream-seq")
 def upstream_seq() -> Body:
     return endpoints.upstream_seq_sync(worker().client, **args("upstream-seq"), rid=rid())
+
+
+@app.get("/db")
+def db_() -> Body:
+    return db.sleep_sync(worker().db, **args("db"), endpoint="db")  # psycopg, psycopg_pool
+
+
+@app.get("/db-blocking")
+def db_blocking() -> Body:
+    # A def view has no event loop to block: the same query on the same pool as /db.
+    return db.sleep_sync(worker().db, **args("db-blocking"), endpoint="db-blocking")
+
+
+@app.get("/db-rows")
+def db_rows() -> Body:
+    return db.rows_sync(worker().db, **args("db-rows"))
 
 
 @app.get("/health")

@@ -23,7 +23,7 @@ CONTRACT = load()
 @asynccontextmanager
 async def lifespan(app: Litestar) -> AsyncIterator[None]:
     size = knobs.shared_executor_threads()  # `def` handlers: the default executor
-    async with eventloop.serving(size, sync_threads=size) as worker:
+    async with eventloop.serving(size, sync_threads=size, framework="litestar") as worker:
         app.state.worker = worker
         yield
 

@@ -28,7 +28,7 @@ worker: eventloop.Worker  # this worker process's resources, while it serves (be
 async def serve() -> AsyncIterator[None]:
     global worker  # every worker process runs this on its own event loop
     size = knobs.shared_executor_threads()
-    async with eventloop.serving(size, sync_threads=size) as worker:
+    async with eventloop.serving(size, sync_threads=size, framework="quart") as worker:
         yield
 
 

@@ -24,7 +24,8 @@ CONTRACT = load()
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
     threads = eventloop.size_anyio_pool()  # `def` endpoints: anyio's pool
-    async with eventloop.serving(knobs.executor_threads(), threads) as worker:
+    executor = knobs.executor_threads()  # /executor: the loop's default executor
+    async with eventloop.serving(executor, threads, framework="starlette") as worker:
         app.state.worker = worker
         yield
 

@@ -3,7 +3,8 @@ against the contract: bodies, bad input, single-request timing, every capacity c
 /info timed with real concurrent requests (waiting and CPU endpoints), the worker processes
 that really serve, upstream calls counted at the upstream, and a clean shutdown.
 The strict contract's edge cases and schemathesis are in test_strict_contract.py, stopping
-under load in test_shutdown.py.
+under load in test_shutdown.py, the database endpoints' claims (counted at the database) in
+test_database.py.
 
 Each server runs with WORKERS=1 so that a batch of concurrent requests cannot be split
 unevenly between worker processes by the kernel; test_workers_two checks the claims and the
@@ -39,6 +40,7 @@ CPU = [e for e in BENCH if e.kind == "cpu"]
 UPSTREAM = [e for e in BENCH if e.kind == "upstream"]
 
 MAX_PROBE = 100  # requests in one batch on a 2-CPU test machine
+DB_ERROR = CONTRACT.error("database", reason="")  # "database: ", the start of every reason
 
 
 def schema_for(endpoint: Endpoint, status: str = "200") -> Draft202012Validator:
@@ -199,12 +201,19 @@ def test_processes_serving(served: Served) -> None:
 def test_workers_two(served: Served, upstream: server.ServerProcess) -> None:
     """With WORKERS=2, on every profile: /info's workers are the processes that answer (a
     profile that runs one process whatever WORKERS says reports 1), and the worker-bound
-    claims scale with them; unbounded ones stay unbounded."""
+    claims scale with them; unbounded ones stay unbounded. Started without a database
+    (DATABASE_URL empty): /db answers 503 naming it, at once, and the server serves on."""
 
     def once() -> tuple[dict[str, Any], str | None]:
-        proc = start_target(served.target, served.profile, upstream.url, WORKERS="2")
+        proc = start_target(
+            served.target, served.profile, upstream.url, WORKERS="2", DATABASE_URL=""
+        )
         try:
             info = get(proc.url, "/info").body
+            no_db = get(proc.url, "/db?ms=10", timeout=5)
+            assert no_db.status == 503, (no_db.status, no_db.body)
+            assert str(no_db.body.get("error")).startswith(DB_ERROR), no_db.body
+            assert no_db.seconds < 2.0, f"/db took {no_db.seconds:.2f}s to fail"
             # 12 rounds, not 6: flask/granian's second worker answered none of 6 rounds in
             # both tries of a fresh-clone CI run (one process wins the accepts under load); a
             # server that runs fewer processes than it claims still never shows them

@@ -14,6 +14,7 @@ from harness.claims import stop_under_load_problem
 from harness.targets import CASE_IDS, CASES, start_target
 
 from lab.proc import server
+from lab.proc.database import Database
 from lab.targets import Target
 
 pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
@@ -21,9 +22,10 @@ pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
 PROFILES_AT_ONCE = 2
 
 
-def stop_problems(target: Target, profile: str, upstream_url: str) -> list[str]:
+def stop_problems(target: Target, profile: str, upstream_url: str, db_url: str) -> list[str]:
     def one(group: bool) -> str | None:
-        proc = start_target(target, profile, upstream_url, WORKERS="2")
+        # with the database: each worker's pools are open when it stops, as in a run
+        proc = start_target(target, profile, upstream_url, WORKERS="2", DATABASE_URL=db_url)
         problem = stop_under_load_problem(proc, group=group)
         return problem and f"{problem} (log {proc.log_path})"
 
@@ -34,7 +36,7 @@ def stop_problems(target: Target, profile: str, upstream_url: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def stopped(
-    request: pytest.FixtureRequest, upstream: server.ServerProcess
+    request: pytest.FixtureRequest, upstream: server.ServerProcess, database: Database
 ) -> dict[tuple[str, str], list[str]]:
     """The problems of every selected case, two profiles at a time."""
     wanted = [
@@ -45,7 +47,7 @@ def stopped(
 
     def run(case: tuple[Target, str]) -> tuple[tuple[str, str], list[str]]:
         target, profile = case
-        return (target.name, profile), stop_problems(target, profile, upstream.url)
+        return (target.name, profile), stop_problems(target, profile, upstream.url, database.url)
 
     with ThreadPoolExecutor(PROFILES_AT_ONCE) as pool:
         return dict(pool.map(run, wanted))

@@ -76,8 +76,7 @@ def test_oversized_request_line(served: Served, record_property: Any) -> None:
 @strict.SCHEMA.parametrize()
 @strict.SETTINGS
 def test_schemathesis(served: Served, case: Any) -> None:
-    strict.quick(case)
-    case.call_and_validate(base_url=served.url)
+    strict.call(case, served.url)
 
 
 # Last for each server: a server that does not enforce the cap is left waiting 10-20 s.

@@ -2,7 +2,8 @@
 server: it blocks where it claims to be unbounded, answers before its work is done, and serves
 more at once than it claims. bites/kit is an honest strict-contract target that passes
 every check of conformance v2 (CPU claims, processes, upstream calls, stop under load, the
-strict contract's tables and schemathesis); the same app with one lie planted (LAB_LIES)
+strict contract's tables and schemathesis) and of the database (claims counted in
+pg_stat_activity, /db-rows read from the table); the same app with one lie planted (LAB_LIES)
 fails the check made for that lie."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from schemathesis.core.failures import FailureGroup
 
 from lab.contract import load
 from lab.proc import server
+from lab.proc.database import Database
 
 pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
 
@@ -66,9 +68,17 @@ KIT = Path(__file__).parent / "bites" / "kit"
 GRACEFUL_S = "2"
 
 
-def start_kit(upstream_url: str, workers: int = 1, lies: str = "", spread: bool = True):  # type: ignore[no-untyped-def]
+def start_kit(  # type: ignore[no-untyped-def]
+    upstream_url: str,
+    workers: int = 1,
+    lies: str = "",
+    spread: bool = True,
+    database_url: str = "",
+    db_pool: str = "",
+):
     """The honest strict-contract target (bites/kit beside this file), lies planted. spread=False
-    runs one uvicorn process whatever WORKERS says (the 'one process' lie)."""
+    runs one uvicorn process whatever WORKERS says (the 'one process' lie). Without a
+    database_url its database endpoints answer 503."""
     port = server.free_port()
     uvicorn = str(Path(sys.executable).parent / "uvicorn")
     command = [uvicorn, "app:app", "--host", server.HOST, "--port", str(port)]
@@ -81,6 +91,8 @@ def start_kit(upstream_url: str, workers: int = 1, lies: str = "", spread: bool 
         "UPSTREAM_URL": upstream_url,
         "LAB_LIES": lies,
         "GRACEFUL_TIMEOUT_S": GRACEFUL_S,
+        "DATABASE_URL": database_url,
+        "DB_POOL": db_pool,
     }
     name = f"kit-{lies or 'honest'}".replace(",", "+")
     return server.ServerProcess(name, command, KIT, env, port).start()
@@ -90,8 +102,8 @@ HTTP_LIES = "pool-8x,cpu-unbounded,upstream-sleep,float-ms,last-repeat,head-200,
 
 
 @pytest.fixture(scope="module")
-def honest(upstream: server.ServerProcess) -> Iterator[server.ServerProcess]:
-    proc = start_kit(upstream.url)
+def honest(upstream: server.ServerProcess, database: Database) -> Iterator[server.ServerProcess]:
+    proc = start_kit(upstream.url, database_url=database.url)
     yield proc
     assert proc.stop().clean
 
@@ -197,11 +209,62 @@ def test_strict_contract_lies_are_caught(
     assert any(p.startswith(evidence) for p in found), found[:5]
 
 
+# --- the database: claims counted at the database, rows read from the table ----------------
+
+
+@pytest.mark.parametrize("endpoint", ["db", "db-blocking"])
+def test_honest_db_claims_pass(
+    honest: server.ServerProcess, database: Database, endpoint: str
+) -> None:
+    problem = claims.db_claim_problem(honest, "kit", database, CONTRACT[endpoint], info_of(honest))
+    assert problem is None, problem
+
+
+def test_honest_db_rows_pass(honest: server.ServerProcess, database: Database) -> None:
+    assert claims.db_rows_problem(honest.url, database) is None
+
+
+@pytest.mark.parametrize(
+    ("lies", "db_pool", "evidence"),
+    [
+        # claims DB_POOL=2 (the default 10 would take 11 rounds to time), opens 1
+        ("db-pool-1", "2", {"db": "showed at most 1 of its connections running pg_sleep"}),
+        ("db-new-conn", "", {"db": "a new connection per request"}),
+        (
+            "db-sleep,db-rows-formula",  # independent lies: /db and /db-rows
+            "",
+            {
+                "db": "showed at most 0 of its connections running pg_sleep",
+                "db-rows": "it did not read the table",
+            },
+        ),
+    ],
+)
+def test_database_lies_are_caught(
+    upstream: server.ServerProcess,
+    database: Database,
+    lies: str,
+    db_pool: str,
+    evidence: dict[str, str],
+) -> None:
+    proc = start_kit(upstream.url, lies=lies, database_url=database.url, db_pool=db_pool)
+    try:
+        found = {
+            name: claims.db_rows_problem(proc.url, database)
+            if name == "db-rows"
+            else claims.db_claim_problem(proc, "kit", database, CONTRACT[name], info_of(proc))
+            for name in evidence
+        }
+    finally:
+        assert proc.stop().clean
+    for name, words in evidence.items():
+        assert found[name] is not None and words in found[name], (name, found[name])
+
+
 @strict.SCHEMA.parametrize()
 @strict.SETTINGS
 def test_honest_passes_schemathesis(honest: server.ServerProcess, case: Any) -> None:
-    strict.quick(case)
-    case.call_and_validate(base_url=honest.url)
+    strict.call(case, honest.url)
 
 
 LIAR_FAILURES: list[str] = []  # what schemathesis found on the liar's /sync, in file order

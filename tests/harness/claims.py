@@ -13,13 +13,17 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import psutil
+import psycopg
 
 from harness.support import Reply, batch, get, request
 from lab.contract import Endpoint, load
 from lab.proc import server
+from lab.proc.database import Database, random_number
 from lab.proc.probe import Connection
 
 CONTRACT = load()
@@ -357,18 +361,28 @@ def probe_values(endpoint: Endpoint) -> dict[str, int]:
     return {"ms": ms, **({"n": 3} if endpoint.param("n") else {})}
 
 
-def capacity_problem(url: str, endpoint: Endpoint, capacity: int | None) -> str | None:
-    """Why K concurrent requests break the capacity claim, or None. K is one more than the
-    claim (or the contract's probe size when unbounded); the batch must take exactly
-    ceil(K / capacity) rounds: fewer means the claim is too low, more means too high."""
+def capacity_probe(endpoint: Endpoint, capacity: int | None) -> tuple[int, int, str]:
+    """(K, rounds, path): K is one more than the claim (or the contract's probe size when
+    unbounded); K requests of `path` at once take exactly `rounds` rounds of ROUND_S."""
     k = (
         CONTRACT.extensions["concurrency-probe-when-unbounded"]
         if capacity is None
         else capacity + 1
     )
     rounds = 1 if capacity is None else math.ceil(k / capacity)
-    path = endpoint.path + query(probe_values(endpoint))
+    return k, rounds, endpoint.path + query(probe_values(endpoint))
+
+
+def rounds_ok(elapsed: float, rounds: int) -> bool:
     expected = rounds * ROUND_S
+    return expected - EARLY_S <= elapsed < expected + ROUND_SLACK * ROUND_S
+
+
+def capacity_problem(url: str, endpoint: Endpoint, capacity: int | None) -> str | None:
+    """Why K concurrent requests break the capacity claim, or None. K is one more than the
+    claim (or the contract's probe size when unbounded); the batch must take exactly
+    ceil(K / capacity) rounds: fewer means the claim is too low, more means too high."""
+    k, rounds, path = capacity_probe(endpoint, capacity)
     # One retry for a noisy machine: a wrong implementation misses by a whole round, twice.
     seen = []
     for _ in range(2):
@@ -377,9 +391,206 @@ def capacity_problem(url: str, endpoint: Endpoint, capacity: int | None) -> str 
         if bad:
             return f"{len(bad)} of {k} requests failed: {bad[0]}"
         seen.append(round(elapsed, 3))
-        if expected - EARLY_S <= elapsed < expected + ROUND_SLACK * ROUND_S:
+        if rounds_ok(elapsed, rounds):
             return None
     return (
         f"{k} concurrent requests with claimed capacity {capacity} should take "
-        f"{rounds} x {ROUND_S}s = {expected:.1f}s; took {seen}"
+        f"{rounds} x {ROUND_S}s = {rounds * ROUND_S:.1f}s; took {seen}"
     )
+
+
+# --- database claims, verified at the database ----------------------------------------------
+
+DB_SAMPLE_S = 0.02  # pg_stat_activity is read this often while a batch runs
+# Samples before this (seconds since the watch began) belong to the first round of a batch:
+# its queries wait ROUND_S, and the batch's connections open before the watch's clock starts.
+FIRST_ROUND_S = 0.9 * ROUND_S
+MIN_SAMPLES = 5  # reads of the first round that make its count evidence (about 18 are taken)
+
+
+def application_names(proc: server.ServerProcess, target: str) -> set[str]:
+    """The application_name of every connection the server's processes may open
+    (x-lab.database.application-name: 'lab {target} {pid}', pid = the worker's)."""
+    template = CONTRACT.database["application-name"]
+    return {template.format(target=target, pid=p.pid) for p in proc.tree()}
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One of the server's connections, as pg_stat_activity shows it."""
+
+    pid: int  # the backend's pid: with backend_start, one connection (pids are reused)
+    started: datetime
+    sleeping: bool  # running pg_sleep right now
+
+
+def backends(conn: psycopg.Connection[Any], names: set[str]) -> list[Backend]:
+    rows = conn.execute(
+        "SELECT pid, backend_start, state = 'active' AND query LIKE '%%pg_sleep%%' "
+        "FROM pg_stat_activity WHERE application_name = ANY(%s)",
+        [sorted(names)],
+    ).fetchall()
+    return [Backend(pid, started, bool(sleeping)) for pid, started, sleeping in rows]
+
+
+class Watch:
+    """The server's connections in pg_stat_activity, read before a batch (`before`) and every
+    DB_SAMPLE_S while it runs (`samples`: seconds since the watch began, the backends then).
+    Each read is its own transaction (autocommit), so each sees the activity of that moment."""
+
+    def __init__(self, db: Database, names: set[str]) -> None:
+        self.db = db
+        self.names = names
+        self.before: list[Backend] = []
+        self.samples: list[tuple[float, list[Backend]]] = []
+        self.error: psycopg.Error | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Watch:
+        self.conn = self.db.connect()
+        self.before = backends(self.conn, self.names)
+        self.t0 = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            while not self._done.is_set():
+                now = time.perf_counter() - self.t0
+                self.samples.append((now, backends(self.conn, self.names)))
+                self._done.wait(DB_SAMPLE_S)
+        except psycopg.Error as exc:  # raised by __exit__: no reads is no evidence
+            self.error = exc
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join(5)
+        self.conn.close()
+        if self.error is not None:
+            raise RuntimeError(f"reading pg_stat_activity failed: {self.error}")
+
+    def most_sleeping(self, until: float) -> int:
+        """The most of the server's connections running pg_sleep at once before `until`."""
+        counts = [sum(b.sleeping for b in found) for t, found in self.samples if t < until]
+        return max(counts, default=0)
+
+    def connections(self, sleeping_only: bool = False) -> set[tuple[int, datetime]]:
+        """Every distinct connection seen (those that ran pg_sleep, with sleeping_only)."""
+        seen = [] if sleeping_only else list(self.before)
+        seen += [b for _, found in self.samples for b in found]
+        return {(b.pid, b.started) for b in seen if b.sleeping or not sleeping_only}
+
+
+def db_claim_problem(
+    proc: server.ServerProcess,
+    target: str,
+    db: Database,
+    endpoint: Endpoint,
+    info: dict[str, Any],
+) -> str | None:
+    """A database endpoint's claims, timed and counted at the database. K = capacity + 1
+    requests of `/db?ms=400` (or /db-blocking) at once must take ceil(K / capacity) rounds,
+    as for the sleeps. During the first round pg_stat_activity must show min(K, capacity) of
+    the server's connections (application_name 'lab {target} {pid}') running pg_sleep: a
+    server with fewer connections than it claims (a pool of 1 claiming 10), or one that
+    answers without querying, shows fewer. The batch's queries may run on at most workers x
+    pool distinct connections (the pool the endpoint uses): a server that opens a connection
+    per request shows K of them. And the server holds at most workers x (pool +
+    blocking_pool) connections in all, idle ones included."""
+    capacity = info["capacity"][endpoint.name]
+    database, workers = info["database"], int(info["workers"])
+    pool = database["blocking_pool"] if endpoint.name == "db-blocking" else database["pool"]
+    limit = workers * int(pool)
+    total = workers * (int(database["pool"]) + int(database["blocking_pool"]))
+    k, rounds, path = capacity_probe(endpoint, capacity)
+    want = k if capacity is None else min(k, capacity)
+    names = application_names(proc, target)
+    seen = []
+    for _ in range(2):  # one retry for a noisy machine; a lie fails twice
+        with Watch(db, names) as watch:
+            elapsed, replies = batch(proc.url, path, k)
+        bad = [r.body for r in replies if r.status != 200]
+        if bad:
+            return f"{len(bad)} of {k} requests failed: {bad[0]}"
+        problems = []
+        if not rounds_ok(elapsed, rounds):
+            problems.append(
+                f"{k} concurrent {path} with claimed capacity {capacity} should take "
+                f"{rounds} x {ROUND_S}s = {rounds * ROUND_S:.1f}s; took {elapsed:.3f}s"
+            )
+        most = watch.most_sleeping(FIRST_ROUND_S)
+        counted = most == want
+        if not counted:
+            problems.append(
+                f"pg_stat_activity showed at most {most} of its connections running "
+                f"pg_sleep in the first round of {k} concurrent {path}, want min(K, capacity) "
+                f"= {want}"
+            )
+        used = len(watch.connections(sleeping_only=True))
+        if used > limit:
+            problems.append(
+                f"the {k} queries of one batch ran on {used} distinct connections, more than "
+                f"workers x pool = {workers} x {pool}: a new connection per request"
+            )
+        held = len(watch.connections())
+        if held > total:
+            problems.append(
+                f"it held {held} distinct connections, more than workers x (pool + "
+                f"blocking_pool) = {total}"
+            )
+        if not problems:
+            return None
+        seen.append("; ".join(problems))
+        # A busy machine delays requests (the timing) or the watch, not what the database
+        # saw: a count or a connection problem that the watch saw clearly is not retried.
+        watched = sum(1 for t, _ in watch.samples if t < FIRST_ROUND_S) >= MIN_SAMPLES
+        if watched and (not counted or used > limit or held > total):
+            break
+    return " / retry: ".join(seen)
+
+
+ROWS_N = 5
+ROWS_SEED = 202_020  # no test vector reads with it
+ROWS_DELTA = 1_000_000  # outside 1..10000: no formula of the rows' values gives it
+
+
+def db_rows_ids(n: int, seed: int) -> list[int]:
+    """The ids /db-rows?n=&seed= reads, in order (contract/db-vectors.json's algorithm)."""
+    return [random_number(k, seed) for k in range(1, n + 1)]
+
+
+def db_rows_problem(url: str, db: Database) -> str | None:
+    """/db-rows reads the table: its checksum is the sum of the rows as they are now. One row
+    it reads (one no test vector reads) is changed, committed so that every connection sees
+    it, and must change the checksum by exactly that much; the row is put back at once."""
+    ids = db_rows_ids(ROWS_N, ROWS_SEED)
+    vector_ids = {i for n, seed, _, _ in CONTRACT.db_vectors() for i in db_rows_ids(n, seed)}
+    row = next(i for i in ids if i not in vector_ids)
+    path = f"/db-rows?n={ROWS_N}&seed={ROWS_SEED}"
+    with db.connect() as conn:
+        found = conn.execute(
+            "SELECT id, randomnumber FROM world WHERE id = ANY(%s)", [ids]
+        ).fetchall()
+        values = dict(found)
+        want = sum(values[i] for i in ids)
+        before = get(url, path)
+        conn.execute(
+            "UPDATE world SET randomnumber = randomnumber + %s WHERE id = %s", [ROWS_DELTA, row]
+        )
+        try:
+            after = get(url, path)
+        finally:
+            conn.execute("UPDATE world SET randomnumber = %s WHERE id = %s", [values[row], row])
+    for reply in (before, after):
+        if reply.status != 200 or not isinstance(reply.body, dict):
+            return f"{path}: status {reply.status}: {reply.body}"
+    if before.body.get("checksum") != want:
+        return f"{path}: checksum {before.body.get('checksum')}, the table's rows sum to {want}"
+    change = ROWS_DELTA * ids.count(row)
+    if after.body.get("checksum") != want + change:
+        return (
+            f"{path}: with row {row}'s randomnumber raised by {ROWS_DELTA}, checksum "
+            f"{after.body.get('checksum')}, want {want + change}: it did not read the table"
+        )
+    return None

@@ -83,3 +83,17 @@ def test_port_and_other_mistakes_are_one_line(
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert message in done.stderr
+
+
+def test_serve_with_an_unreachable_db_url_is_one_line() -> None:
+    """Before anything starts: the ports are free, the target is known, the database is not
+    there (its password never shown)."""
+    from lab.proc.server import free_port
+
+    url = f"postgresql://lab:secret@127.0.0.1:{free_port()}/postgres"
+    env = {"PORT": str(free_port()), "UPSTREAM_PORT": str(free_port())}
+    done = run_lab("serve", "go", "--db-url", url, env=env)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "unreachable" in done.stderr and "secret" not in done.stderr
+    assert done.stdout == ""  # no banner: nothing was served

@@ -94,3 +94,58 @@ def test_missing_binaries_say_run_setup(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(database.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(DatabaseUnavailable, match="just setup"):
         database.bin_dir()
+
+
+# --- what the runner makes of them ------------------------------------------------------------
+
+
+def _server(max_connections: int) -> Database:
+    """A Database as _inspect leaves it: its settings read, the lab's own connection taken."""
+    db = Database()
+    db.server = {"settings": {"max_connections": str(max_connections)}}
+    return db
+
+
+def test_the_runner_counts_both_pools_when_they_are_two_drivers() -> None:
+    """asyncpg's pool for /db and psycopg's for /db-blocking: each worker opens both."""
+    from lab.run.runner import pool_refusal
+
+    two = {"driver": "asyncpg 0.30", "pool": 10, "blocking_driver": "psycopg 3.2",
+           "blocking_pool": 4}  # fmt: skip
+    db = _server(100)
+    assert pool_refusal(db, {"workers": 7, "database": two}) is None  # 7 x 14 = 98 <= 99
+    refusal = pool_refusal(db, {"workers": 8, "database": two})
+    assert refusal and "8 × 14 = 112" in refusal and "max_connections = 100" in refusal
+    # one driver for both (Go, Flask): one pool
+    one = {**two, "blocking_driver": "asyncpg 0.30"}
+    assert pool_refusal(db, {"workers": 9, "database": one}) is None  # 9 x 10 = 90
+    assert "11 × 10 = 110" in (pool_refusal(db, {"workers": 11, "database": one}) or "")
+    # a server that states no pools (a target without the database endpoints): no refusal
+    assert pool_refusal(db, {"workers": 500}) is None
+    assert pool_refusal(db, {"workers": 500, "database": {"pool": "many"}}) is None
+
+
+def test_a_dead_database_is_named_in_the_cells_problems(tmp_path: Path) -> None:
+    """By the postmaster's pid and how it ended; util-linux 2.38's unshare (the PID namespace)
+    exits 1 for a postmaster killed by a signal, after saying so in the log."""
+    import subprocess
+
+    from lab.run.runner import CellFacts, cell_problems, database_death
+
+    db = Database(tmp_path)
+    assert database_death(db) == ""  # never started
+    db.proc = subprocess.Popen(["sh", "-c", "kill -9 $$"])
+    db.proc.wait()
+    db.postmaster = 4242
+    died = database_death(db)
+    assert died == "the database (pid 4242) was killed by SIGKILL during the cell"
+    facts = CellFacts(budget_s=5, k6_exit=0, summary=True, requests=10, failed_requests=90,
+                      failures="503×90", database=died)  # fmt: skip
+    assert cell_problems(facts)[0] == died
+    # in a namespace, unshare's own words in the log
+    db.proc = subprocess.Popen(["sh", "-c", "exit 1"])
+    db.proc.wait()
+    db.namespace = ["unshare"]
+    assert database_death(db) == "the database (pid 4242) exited with 1 during the cell"
+    (tmp_path / "postgres.log").write_text(f"{database.UNSHARE_SIGNALED}: Invalid argument\n")
+    assert database_death(db) == "the database (pid 4242) was killed by a signal during the cell"

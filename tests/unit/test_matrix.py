@@ -102,8 +102,12 @@ def test_quick_is_every_default_profile_times_the_representative_endpoints() -> 
     cells = expand(matrix, seed=1)
     chosen = matrix.endpoints
     assert isinstance(chosen, list) and set(chosen) < set(BENCH)
-    # the endpoints left out are measured by the io matrix
-    assert set(BENCH) - set(chosen) <= set(load_matrix("io").endpoints)
+    # the endpoints left out are measured by the io and db matrices
+    elsewhere = set(load_matrix("io").endpoints) | set(load_matrix("db").endpoints)
+    assert set(BENCH) - set(chosen) <= elsewhere
+    # every kind of wait is in it: a sleep, a blocked loop, CPU, and the database's pool
+    kinds = {load()[e].kind for e in chosen}
+    assert {"none", "sleep", "cpu", "db"} <= kinds
     assert len(cells) == len(TARGETS) * len(chosen)
     assert len({c.vus for c in cells}) == 1
     assert len({c.rate for c in cells}) == 1
@@ -111,6 +115,21 @@ def test_quick_is_every_default_profile_times_the_representative_endpoints() -> 
     defaults = {t.name: t.default_profile for t in TARGETS}
     assert all(c.profile == defaults[c.target] for c in cells)
     assert {(c.target, c.endpoint) for c in cells} == {(t.name, e) for t in TARGETS for e in chosen}
+
+
+def test_db_is_every_default_profile_times_the_database_endpoints() -> None:
+    matrix = load_matrix("db")
+    cells = expand(matrix, seed=1)
+    db = sorted(e.name for e in load().bench_endpoints() if e.kind == "db")
+    assert db == ["db", "db-blocking", "db-rows"]
+    defaults = {t.name: t.default_profile for t in TARGETS}
+    assert sorted((c.target, c.profile, c.endpoint) for c in cells) == sorted(
+        (t.name, defaults[t.name], e) for t in TARGETS for e in db
+    )
+    assert {(c.vus, c.rate, c.duration, c.repeat) for c in cells} == {(50, None, "3s", 1)}
+    params = params_of(cells)
+    assert params["db"] == params["db-blocking"] == {"ms": 100}
+    assert params["db-rows"] == load()["db-rows"].defaults()  # n and seed: the contract's
 
 
 def test_full_is_every_profile_repeated_three_times() -> None:

@@ -88,16 +88,21 @@ type Vector struct {
 
 // CPUVectors reads the test vectors file the contract points to (x-lab.cpu-test-vectors).
 func (c *Contract) CPUVectors() ([]Vector, error) {
-	name, _ := c.Ext["cpu-test-vectors"].(string)
+	return readVectors[Vector](c, "cpu-test-vectors")
+}
+
+// readVectors reads the "vectors" of the test vectors file named by x-lab.<key>.
+func readVectors[T any](c *Contract, key string) ([]T, error) {
+	name, _ := c.Ext[key].(string)
 	if name == "" {
-		return nil, errors.New("contract: no x-lab.cpu-test-vectors")
+		return nil, fmt.Errorf("contract: no x-lab.%s", key)
 	}
 	raw, err := os.ReadFile(filepath.Join(c.Dir, name))
 	if err != nil {
 		return nil, err
 	}
 	var doc struct {
-		Vectors []Vector `json:"vectors"`
+		Vectors []T `json:"vectors"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("contract: %s: %w", name, err)

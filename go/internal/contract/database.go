@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -57,19 +55,5 @@ type DBVector struct {
 
 // DBVectors reads the test vectors file the contract points to (x-lab.db-test-vectors).
 func (c *Contract) DBVectors() ([]DBVector, error) {
-	name, _ := c.Ext["db-test-vectors"].(string)
-	if name == "" {
-		return nil, errors.New("contract: no x-lab.db-test-vectors")
-	}
-	raw, err := os.ReadFile(filepath.Join(c.Dir, name))
-	if err != nil {
-		return nil, err
-	}
-	var doc struct {
-		Vectors []DBVector `json:"vectors"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("contract: %s: %w", name, err)
-	}
-	return doc.Vectors, nil
+	return readVectors[DBVector](c, "db-test-vectors")
 }

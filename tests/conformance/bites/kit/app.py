@@ -6,12 +6,21 @@ conformance suite must catch. Never discovered (no target.toml). Run: uvicorn ap
 Lies: pool-8x (/cpu-pool claims 8x its processes), cpu-unbounded (inline /cpu claims null
 while it holds the loop), upstream-sleep (/upstream sleeps instead of calling), float-ms
 (reads ms=1.0), last-repeat (takes the last of repeated params), head-200 (answers HEAD as
-GET), no-cap (no total-wait cap), plain-404 (a text 404), ignore-sigterm (ignores SIGTERM)."""
+GET), no-cap (no total-wait cap), plain-404 (a text 404), ignore-sigterm (ignores SIGTERM);
+the database's: db-pool-1 (opens one connection for /db, claims DB_POOL or 10), db-new-conn
+(/db opens a connection per request), db-sleep (/db sleeps in-process, no query), db-rows-formula
+(/db-rows computes its checksum from the rows' formula, not the table).
+
+The database as the async targets use it, with psycopg alone (the kit needs no pool library):
+`pool` async connections for /db and /db-rows, `BLOCKING_POOL` sync ones that /db-blocking
+uses on the event loop (the anti-pattern), each handed out through a queue, all opened when the
+worker starts and named 'lab kit {pid}' (LAB_TARGET overrides kit)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import re
 import signal
 import time
@@ -20,10 +29,12 @@ from typing import Any
 
 import aiohttp
 import anyio.to_thread
+import psycopg
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 
 from lab.contract import Endpoint, load
+from lab.proc.database import random_number
 from labkit import knobs, pool
 from labkit.work import fnv1a
 
@@ -33,6 +44,11 @@ GRAMMAR = re.compile(CONTRACT.integer_pattern)
 LIES = set(filter(None, os.environ.get("LAB_LIES", "").split(",")))
 ID_HEADER = "X-Lab-Request-Id"
 EXECUTOR_THREADS = 4
+DB = CONTRACT.database
+DB_DEFAULT_POOL = 10  # asyncpg's create_pool default, as the async targets have it
+BLOCKING_POOL = 4  # psycopg_pool's default, as the async targets' /db-blocking has it
+SLEEP_SQL = "SELECT pg_sleep(%s)"
+ROWS_SQL = "SELECT id, randomnumber FROM world WHERE id = %s"
 
 
 class Bad(Exception):
@@ -40,12 +56,114 @@ class Bad(Exception):
         self.body = {"error": message, "param": param}
 
 
+class DatabaseDown(Exception):
+    """No database to answer with: the endpoint answers 503."""
+
+
 class Worker:
     pool: ProcessPoolExecutor
     session: aiohttp.ClientSession
+    db: asyncio.Queue[psycopg.AsyncConnection[Any]]
+    db_blocking: queue.Queue[psycopg.Connection[Any]]
+    db_slots: asyncio.Semaphore  # the pool's size, for the lies that bypass the pool
+    db_error = ""  # why there are no connections
 
 
 worker = Worker()
+
+
+def db_pool() -> int:
+    return int(os.environ.get(DB["pool-env"]) or DB_DEFAULT_POOL)
+
+
+def db_connect_args() -> dict[str, Any]:
+    target = os.environ.get("LAB_TARGET", "kit")
+    name = DB["application-name"].format(target=target, pid=os.getpid())
+    return {"autocommit": True, "application_name": name, "connect_timeout": 2}
+
+
+async def open_db() -> None:
+    """The worker's connections, opened as it starts; a database that is not there leaves
+    the reason in worker.db_error (the server starts anyway)."""
+    worker.db, worker.db_blocking = asyncio.Queue(), queue.Queue()
+    worker.db_slots = asyncio.Semaphore(db_pool())
+    url = os.environ.get(DB["url-env"])
+    if not url:
+        worker.db_error = f"{DB['url-env']} is not set"
+        return
+    try:
+        for _ in range(1 if "db-pool-1" in LIES else db_pool()):
+            worker.db.put_nowait(await psycopg.AsyncConnection.connect(url, **db_connect_args()))
+        for _ in range(BLOCKING_POOL):
+            worker.db_blocking.put_nowait(psycopg.connect(url, **db_connect_args()))
+    except psycopg.Error as exc:
+        worker.db_error = str(exc).strip().splitlines()[0]
+
+
+async def close_db() -> None:
+    while not worker.db.empty():
+        await worker.db.get_nowait().close()
+    while not worker.db_blocking.empty():
+        worker.db_blocking.get_nowait().close()
+
+
+async def db_query(sql: str, value: float | int) -> tuple[Any, ...] | None:
+    """One query on a pooled connection (at most timeout-s to get one)."""
+    if worker.db_error:
+        raise DatabaseDown(worker.db_error)
+    try:
+        conn = await asyncio.wait_for(worker.db.get(), DB["timeout-s"])
+    except TimeoutError:
+        raise DatabaseDown(f"no pooled connection within {DB['timeout-s']} s") from None
+    try:
+        return await (await conn.execute(sql, [value])).fetchone()
+    finally:
+        worker.db.put_nowait(conn)
+
+
+async def db_rows(ids: list[int]) -> int:
+    """The rows one after another on one pooled connection; the sum of their randomnumber."""
+    if worker.db_error:
+        raise DatabaseDown(worker.db_error)
+    try:
+        conn = await asyncio.wait_for(worker.db.get(), DB["timeout-s"])
+    except TimeoutError:
+        raise DatabaseDown(f"no pooled connection within {DB['timeout-s']} s") from None
+    try:
+        total = 0
+        for i in ids:
+            row = await (await conn.execute(ROWS_SQL, [i])).fetchone()
+            total += row[1]
+        return total
+    finally:
+        worker.db.put_nowait(conn)
+
+
+async def db_wait(s: float) -> None:
+    if "db-sleep" in LIES:  # the same capacity, and no query
+        async with worker.db_slots:
+            await asyncio.sleep(s)
+    elif "db-new-conn" in LIES:  # the same capacity, a fresh connection each time
+        async with worker.db_slots:
+            url = os.environ.get(DB["url-env"], "")
+            async with await psycopg.AsyncConnection.connect(url, **db_connect_args()) as conn:
+                await conn.execute(SLEEP_SQL, [s])
+    else:
+        await db_query(SLEEP_SQL, s)
+
+
+def db_wait_blocking(s: float) -> None:
+    """The sync driver inside the async handler: the loop waits with the query."""
+    if worker.db_error:
+        raise DatabaseDown(worker.db_error)
+    try:
+        conn = worker.db_blocking.get(timeout=DB["timeout-s"])
+    except queue.Empty:
+        raise DatabaseDown(f"no pooled connection within {DB['timeout-s']} s") from None
+    try:
+        conn.execute(SLEEP_SQL, [s])
+    finally:
+        worker.db_blocking.put_nowait(conn)
 
 
 def parse(endpoint: Endpoint, request: Request) -> dict[str, int]:
@@ -101,6 +219,9 @@ def info() -> dict[str, Any]:
         "cpu-pool": w * processes * (8 if "pool-8x" in LIES else 1),
         "upstream": None,
         "upstream-seq": None,
+        "db": w * db_pool(),
+        "db-blocking": w,
+        "db-rows": w * db_pool(),
     }
     return {
         "target": "kit",
@@ -117,6 +238,15 @@ def info() -> dict[str, Any]:
         "pool_processes": processes,
         "cpus": knobs.cpus(),
         "capacity": capacity,
+        "database": {
+            "driver": "psycopg (async, a queue of connections)",
+            "driver_version": psycopg.__version__,
+            "pool": db_pool(),
+            "pool_source": "DB_POOL" if os.environ.get(DB["pool-env"]) else "default",
+            "blocking_driver": "psycopg",
+            "blocking_pool": BLOCKING_POOL,
+            "blocking": "event loop",
+        },
         "graceful_timeout_s": float(os.environ.get("GRACEFUL_TIMEOUT_S", "2")),
     }
 
@@ -161,6 +291,17 @@ async def handle(endpoint: Endpoint, request: Request) -> dict[str, Any]:
             else:
                 statuses = [await call_upstream(v["ms"], rid) for _ in range(v["n"])]
             return {**v, "statuses": statuses}
+        case "db":
+            await db_wait(s)
+        case "db-blocking":
+            db_wait_blocking(s)
+        case "db-rows":
+            ids = [random_number(k, v["seed"]) for k in range(1, v["n"] + 1)]
+            if "db-rows-formula" in LIES:
+                checksum = sum(random_number(i) for i in ids)
+            else:
+                checksum = await db_rows(ids)
+            return {**v, "checksum": checksum}
     return v
 
 
@@ -172,11 +313,13 @@ async def lifespan(receive: Any, send: Any) -> None:
             loop.set_default_executor(ThreadPoolExecutor(EXECUTOR_THREADS))
             worker.pool = pool.start(knobs.pool_processes())
             worker.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+            await open_db()
             if "ignore-sigterm" in LIES:
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await worker.session.close()
+            await close_db()
             pool.stop(worker.pool)
             await send({"type": "lifespan.shutdown.complete"})
             return
@@ -202,4 +345,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             response = JSONResponse({"endpoint": endpoint.name, "pid": os.getpid(), **body})
         except Bad as bad:
             response = JSONResponse(bad.body, 400)
+        except (DatabaseDown, psycopg.Error, TimeoutError) as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            response = JSONResponse({"error": CONTRACT.error("database", reason=reason)}, 503)
     await response(scope, receive, send)
