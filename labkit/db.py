@@ -227,6 +227,11 @@ def open_sync(framework: str, url: str | None = None) -> SyncPool:
     size = knobs.db_pool()
     if url is None:
         return _unopened(PSYCOPG, psycopg_pool_default(), size, f"{URL_ENV} is not set")
+    # One plain connection first: a refused or unknown server fails it at once, where the
+    # pool would wait out its whole timeout (its workers retry in the background).
+    why = _connect_problem(url, framework)
+    if why is not None:
+        return _unopened(PSYCOPG, psycopg_pool_default(), size, why)
     pool = None
     try:
         pool = psycopg_pool.ConnectionPool(
@@ -238,15 +243,8 @@ def open_sync(framework: str, url: str | None = None) -> SyncPool:
         )
         pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
     except psycopg_pool.PoolTimeout:
-        # Its workers keep retrying in the background: the pool's own error says only that
-        # it is not full. One plain connection says why, or that the server is there after
-        # all (slow to fill the pool): then the pool stays and fills.
+        # The server answered the probe but is slow to fill the pool: it stays and fills.
         assert pool is not None
-        why = _connect_problem(url, framework)
-        if why is None:
-            return Pool(PSYCOPG, _psycopg_version(), pool.max_size, source(size), pool)
-        pool.close(timeout=0)
-        return _unopened(PSYCOPG, psycopg_pool_default(), size, why)
     except Exception as exc:
         if pool is not None:
             pool.close(timeout=0)

@@ -4,7 +4,7 @@ against the contract: bodies, bad input, single-request timing, every capacity c
 that really serve, upstream calls counted at the upstream, and a clean shutdown.
 The strict contract's edge cases and schemathesis are in test_strict_contract.py, stopping
 under load in test_shutdown.py, the database endpoints' claims (counted at the database) in
-test_database.py.
+test_db_claims.py.
 
 Each server runs with WORKERS=1 so that a batch of concurrent requests cannot be split
 unevenly between worker processes by the kernel; test_workers_two checks the claims and the
