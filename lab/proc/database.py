@@ -635,8 +635,7 @@ class Database(ProcessWithLog):
                 os.kill(target, signal.SIGINT)
         children.wait(self.proc, grace)
         below = [p for p in tree if p.pid != self.proc.pid]
-        _, alive = psutil.wait_procs(below, timeout=max(0.1, grace - (time.monotonic() - started)))
-        alive = [p for p in alive if children.running(p)]
+        alive = children.wait_ended(below, max(0.1, grace - (time.monotonic() - started)))
         leftover = {p.pid for p in alive}
         if self.data_dir:
             leftover |= set(_cwd_users(self.data_dir))
@@ -647,7 +646,7 @@ class Database(ProcessWithLog):
             for pid in leftover:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-            psutil.wait_procs(alive, timeout=2.0)
+            children.wait_ended(alive, 2.0)
         port_free = self._reaped()
         code = self.proc.returncode
         self.proc = None

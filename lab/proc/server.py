@@ -268,8 +268,7 @@ class ServerProcess(ProcessWithLog):
         # Children may outlive the top process for a moment; give them the rest of the grace.
         # Not the top process itself: psutil would reap it behind Popen's back (exit code lost).
         below = [p for p in tree if p.pid != self.pid]
-        _, alive = psutil.wait_procs(below, timeout=max(0.1, grace - (time.monotonic() - started)))
-        alive = [p for p in alive if children.running(p)]
+        alive = children.wait_ended(below, max(0.1, grace - (time.monotonic() - started)))
         leftover = sorted({p.pid for p in alive} | set(self._group()))
         if self.proc.poll() is None:
             leftover = sorted({self.pid, *leftover})
