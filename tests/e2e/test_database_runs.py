@@ -34,6 +34,7 @@ from harness.labrun import (
     first_of_two_failed,
     is_cell_k6,
     number,
+    one_line_error,
     only_run,
     run_lab,
     wait_for,
@@ -84,13 +85,6 @@ def postmaster(data: Path) -> list[psutil.Process]:
             if parent is None or parent.name() != "postgres":
                 found.append(p)
     return found
-
-
-def one_line(done: subprocess.CompletedProcess[str]) -> str:
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
 
 
 def test_a_db_cell_starts_the_database_and_leaves_nothing(
@@ -156,12 +150,12 @@ def test_db_url_mistakes_are_one_line_before_anything(out: Path) -> None:
     url = f"postgresql://lab:secret@127.0.0.1:{server.free_port()}/postgres"
     done = run_lab(*DB_CELL, "--duration", "1s", "--db-url", url, "--out", str(out))
     assert done.returncode == 2, done.stderr
-    line = one_line(done)
+    line = one_line_error(done)
     assert "unreachable" in line and "127.0.0.1" in line and "secret" not in line
     # a database no cell would query: said, not silently ignored
     done = run_lab("bench", "go", "sync", "--duration", "1s", "--db-url", url, "--out", str(out))
     assert done.returncode == 2, done.stderr
-    assert "--db-url does not apply" in one_line(done)
+    assert "--db-url does not apply" in one_line_error(done)
     assert not out.exists()  # no run folder, nothing started
 
 
@@ -173,7 +167,9 @@ def test_a_database_that_cannot_start_is_one_line(out: Path, tmp_path: Path) -> 
     done = run_lab(*DB_CELL, "--duration", "1s", "--out", str(out),
                    env={"PYTHONPATH": str(shadow)})  # fmt: skip
     assert done.returncode == 2, done.stderr
-    assert "PostgreSQL's binaries are missing" in one_line(done) and "just setup" in done.stderr
+    assert (
+        "PostgreSQL's binaries are missing" in one_line_error(done) and "just setup" in done.stderr
+    )
     assert not out.exists()
     if os.geteuid() != 0:
         return
@@ -182,7 +178,7 @@ def test_a_database_that_cannot_start_is_one_line(out: Path, tmp_path: Path) -> 
     closed = tmp_path / "closed"
     done = run_lab(*DB_CELL, "--duration", "1s", "--out", str(closed))
     assert done.returncode == 2, done.stderr
-    assert "cannot reach" in one_line(done) and "another --out" in done.stderr
+    assert "cannot reach" in one_line_error(done) and "another --out" in done.stderr
     run = only_run(closed)
     assert run.meta().status == "failed" and not run.rows()
 

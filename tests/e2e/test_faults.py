@@ -22,6 +22,7 @@ from harness.labrun import (
     csv_rows,
     first_of_two_failed,
     is_cell_k6,
+    one_line_error,
     only_run,
     run_lab,
     wait_for,
@@ -51,13 +52,6 @@ def gunicorn_worker(runner: LabRun) -> Callable[[psutil.Process], bool]:
         )
 
     return match
-
-
-def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
 
 
 # --- issue 14: a child dies mid-cell -------------------------------------------------------

@@ -166,6 +166,14 @@ def k6_inspect(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return run_in_root(command, env, 30)
 
 
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    """A user mistake's stderr: one line, no traceback (exit 2 is the caller's to check)."""
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
 def wait_for(what: str, check: Callable[[], Any], timeout: float, run: LabRun) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

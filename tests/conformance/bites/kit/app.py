@@ -24,7 +24,9 @@ import queue
 import re
 import signal
 import time
+from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -107,8 +109,9 @@ async def close_db() -> None:
         worker.db_blocking.get_nowait().close()
 
 
-async def db_query(sql: str, value: float | int) -> tuple[Any, ...] | None:
-    """One query on a pooled connection (at most timeout-s to get one)."""
+@asynccontextmanager
+async def pooled() -> AsyncIterator[Any]:
+    """A pooled connection (at most timeout-s to get one), put back afterwards."""
     if worker.db_error:
         raise DatabaseDown(worker.db_error)
     try:
@@ -116,27 +119,25 @@ async def db_query(sql: str, value: float | int) -> tuple[Any, ...] | None:
     except TimeoutError:
         raise DatabaseDown(f"no pooled connection within {DB['timeout-s']} s") from None
     try:
-        return await (await conn.execute(sql, [value])).fetchone()
+        yield conn
     finally:
         worker.db.put_nowait(conn)
 
 
+async def db_query(sql: str, value: float | int) -> tuple[Any, ...] | None:
+    """One query on a pooled connection."""
+    async with pooled() as conn:
+        return await (await conn.execute(sql, [value])).fetchone()
+
+
 async def db_rows(ids: list[int]) -> int:
     """The rows one after another on one pooled connection; the sum of their randomnumber."""
-    if worker.db_error:
-        raise DatabaseDown(worker.db_error)
-    try:
-        conn = await asyncio.wait_for(worker.db.get(), DB["timeout-s"])
-    except TimeoutError:
-        raise DatabaseDown(f"no pooled connection within {DB['timeout-s']} s") from None
-    try:
+    async with pooled() as conn:
         total = 0
         for i in ids:
             row = await (await conn.execute(ROWS_SQL, [i])).fetchone()
             total += row[1]
         return total
-    finally:
-        worker.db.put_nowait(conn)
 
 
 async def db_wait(s: float) -> None:
