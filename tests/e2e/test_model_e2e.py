@@ -231,8 +231,12 @@ def test_db_bound_end_to_end(tmp_path: Path, bound: str) -> None:
         row, problem = one(tmp_path / "again")
     assert problem is None, problem
     # the database's CPU was read from its process tree (the backends are the postmaster's
-    # children), before the load and during it
+    # children), before the load and during it. During a db-pool load the database mostly
+    # sleeps (0.4 % of a CPU on gin's /db: about one 10 ms tick in 3 s, read as 0.0 in a CI
+    # run), so only the db-cpu load must show it busy.
     assert row.db_cpu_ms and row.db_cpu_ms > 0
-    assert row.db_cpu_pct and row.db_cpu_pct > 0
+    assert row.db_cpu_pct is not None
+    if bound == "db-cpu":
+        assert row.db_cpu_pct > 10  # 20 queries a request: the database works (~40-65 %)
     if bound == "db-pool":
         assert (row.db_pool, row.capacity) == (4, 4)
