@@ -10,6 +10,9 @@ export PATH := justfile_directory() / ".tools/uv/bin" + ":" + justfile_directory
 
 python := justfile_directory() / ".venv/bin/python"
 k6_version := "v1.8.1"
+# Node for the node/ targets, from the npm registry's binary package (node-linux-<arch>):
+# the same Node on every machine, whatever the machine's own (only its npm is used).
+node_version := "24.21.0"
 # Pinned: a newer uv may rewrite unrelated lines of uv.lock when a dependency is added.
 uv_version := "0.13.9"
 
@@ -32,6 +35,21 @@ setup:
     # One more environment per interpreter found (.venvs/3.12, ...), from the same uv.lock;
     # names the versions it did not find. Missing ones are no failure.
     {{python}} -m lab.interpreters setup
+    if ! .tools/node/bin/node --version 2>/dev/null | grep -qx "v{{node_version}}"; then
+        command -v npm >/dev/null || { echo "npm is missing: install npm (Debian's 'npm' package); setup installs Node {{node_version}} with it" >&2; exit 2; }
+        case "$(uname -m)" in x86_64) arch=x64 ;; aarch64) arch=arm64 ;; *) arch="$(uname -m)" ;; esac
+        echo "installing node {{node_version}} into .tools/node (npm's node-linux-$arch)"
+        rm -rf .tools/node
+        npm install --silent --prefix .tools/node --no-save --no-package-lock "node-linux-$arch@{{node_version}}"
+        mkdir -p .tools/node/bin
+        ln -sf "../node_modules/node-linux-$arch/bin/node" .tools/node/bin/node
+    fi
+    # The Node targets' packages, exactly as node/package-lock.json has them (npm ci, run by
+    # the pinned Node); again only when the lock changed.
+    if ! cmp -s node/package-lock.json node/node_modules/.lab-lock; then
+        (cd node && PATH="$PWD/../.tools/node/bin:$PATH" npm ci --silent --no-audit --no-fund)
+        cp node/package-lock.json node/node_modules/.lab-lock
+    fi
     {{python}} -m lab build
     if ! .tools/bin/k6 version 2>/dev/null | grep -q "k6 {{k6_version}} "; then
         echo "installing k6 {{k6_version}} into .tools/bin (about 1.5 min)"
@@ -46,11 +64,11 @@ setup:
             echo "chromium is missing: install Debian's 'chromium' package for the report test" >&2
         fi
     fi
-    echo "setup done: $({{python}} --version), $(go version | cut -d' ' -f3), $(.tools/bin/k6 version | cut -d' ' -f1-2), $(chromium --version 2>/dev/null || echo 'no chromium')"
+    echo "setup done: $({{python}} --version), $(go version | cut -d' ' -f3), $(.tools/bin/k6 version | cut -d' ' -f1-2), node $(.tools/node/bin/node --version), $(chromium --version 2>/dev/null || echo 'no chromium')"
 
 # Fail early, with the fix, when setup has not run.
 _ready:
-    @test -x {{python}} -a -x .tools/bin/k6 || { echo "lab is not set up: run 'just setup'" >&2; exit 2; }
+    @test -x {{python}} -a -x .tools/bin/k6 -a -x .tools/node/bin/node || { echo "lab is not set up: run 'just setup'" >&2; exit 2; }
 
 # List targets, their server profiles and the contract's endpoints.
 [no-exit-message]
@@ -111,6 +129,7 @@ report *run: _ready
 [group('test')]
 test: setup lint
     cd go && go test ./...
+    cd node && ../.tools/node/bin/node --test
     {{python}} -m pytest
 
 # Unit tests only: no server, no k6 (seconds). Extra arguments go to pytest.
@@ -140,6 +159,7 @@ lint: _ready
     {{python}} -m ruff format --check .
     cd go && test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting" >&2; exit 1; }
     cd go && go vet ./...
+    cd node && ../.tools/node/bin/node node_modules/prettier/bin/prettier.cjs --check --log-level warn .
 
 # Format Python and Go code in place.
 [group('test')]

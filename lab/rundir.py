@@ -302,5 +302,6 @@ def provenance(k6: str) -> dict[str, Any]:
             "k6": _run(k6, "version"),
             "python": platform.python_version(),
             "go": _run("go", "version"),
+            "node": _run(str(ROOT / ".tools/node/bin/node"), "--version"),
         },
     }
