@@ -159,7 +159,7 @@ lint: _ready
     {{python}} -m ruff format --check .
     cd go && test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting" >&2; exit 1; }
     cd go && go vet ./...
-    cd node && ../.tools/node/bin/node node_modules/prettier/bin/prettier.cjs --check --log-level warn .
+    cd node && ../.tools/node/bin/node node_modules/prettier/bin/prettier.cjs --config .prettierrc.json --check --log-level warn . ../tests/conformance/bites/node
 
 # Format Python and Go code in place.
 [group('test')]

@@ -159,13 +159,17 @@ def test_honest_processes_pass(upstream: server.ServerProcess, workers: int) -> 
     assert problem is None, problem
 
 
-def test_one_process_reporting_workers_is_caught(upstream: server.ServerProcess) -> None:
-    proc = start_kit(upstream.url, workers=2, spread=False)
+def process_check(proc: server.ServerProcess) -> tuple[dict[str, Any], str | None]:
+    """A started server's /info and its process problem; the server is stopped after."""
     try:
         info = info_of(proc)
-        problem = claims.process_problem(proc, info)
+        return info, claims.process_problem(proc, info)
     finally:
         assert proc.stop().clean
+
+
+def test_one_process_reporting_workers_is_caught(upstream: server.ServerProcess) -> None:
+    info, problem = process_check(start_kit(upstream.url, workers=2, spread=False))
     assert info["workers"] == 2
     assert problem is not None and "1 distinct process(es) answered" in problem, problem
 
@@ -284,3 +288,79 @@ def test_schemathesis_caught_the_liar() -> None:
     """The coverage phase sends ms=0.5, which the liar reads as 0 (a 200 to data the
     contract calls invalid); the honest target passes the same run (above)."""
     assert any("accepted" in f for f in LIAR_FAILURES), LIAR_FAILURES or "no failure found"
+
+
+# --- Node: the Express target with lies planted (bites/node beside this file) -------------
+
+NODE_LIAR = Path(__file__).parent / "bites" / "node"
+
+
+def start_node(
+    upstream_url: str, lies: str = "", workers: int | None = None, threads: int = 1
+) -> server.ServerProcess:
+    """bites/node: the Express target's router and kit, lies planted; workers: through
+    node:cluster (--workers), else one process."""
+    from lab import ROOT
+
+    port = server.free_port()
+    command = [str(ROOT / ".tools" / "node" / "bin" / "node"), "app.js"]
+    command += ["--workers", str(workers)] if workers else []
+    env = {
+        **os.environ,
+        "HOST": server.HOST,
+        "PORT": str(port),
+        "THREADS": str(threads),
+        "UPSTREAM_URL": upstream_url,
+        "LAB_CONTRACT": str(server.OPENAPI),
+        "LAB_LIES": lies,
+    }
+    name = f"node-{lies or 'honest'}".replace(",", "+")
+    return server.ServerProcess(name, command, NODE_LIAR, env, port).start()
+
+
+@pytest.fixture(scope="module")
+def node_honest(upstream: server.ServerProcess) -> Iterator[server.ServerProcess]:
+    proc = start_node(upstream.url)
+    yield proc
+    assert proc.stop().clean
+
+
+@pytest.fixture(scope="module")
+def node_liar(upstream: server.ServerProcess) -> Iterator[server.ServerProcess]:
+    """Independent lies in one process: each check looks at one endpoint."""
+    proc = start_node(upstream.url, lies="blocking-async,executor-4x")
+    yield proc
+    assert proc.stop().clean
+
+
+@pytest.mark.parametrize("endpoint", ["async", "executor"])
+def test_node_honest_claims_pass(node_honest: server.ServerProcess, endpoint: str) -> None:
+    capacity = info_of(node_honest)["capacity"][endpoint]
+    assert claims.capacity_problem(node_honest.url, CONTRACT[endpoint], capacity) is None
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "evidence"),
+    [
+        ("async", "capacity None should take 1 x"),  # 8 at once take 8 rounds on a blocked loop
+        ("executor", "capacity 4 should take 2 x"),  # a pool of 1 thread claiming 4
+    ],
+)
+def test_node_lies_are_caught(
+    node_liar: server.ServerProcess, endpoint: str, evidence: str
+) -> None:
+    capacity = info_of(node_liar)["capacity"][endpoint]
+    problem = claims.capacity_problem(node_liar.url, CONTRACT[endpoint], capacity)
+    assert problem is not None and evidence in problem, problem
+
+
+@pytest.mark.parametrize("lies", ["", "workers-2x"])
+def test_node_cluster_workers(upstream: server.ServerProcess, lies: str) -> None:
+    """A cluster of 2 honest workers passes the process check; one that has 1 worker and
+    reports 2 is caught."""
+    info, problem = process_check(start_node(upstream.url, lies=lies, workers=1 if lies else 2))
+    assert info["workers"] == 2
+    if lies:
+        assert problem is not None and "1 distinct process(es) answered" in problem, problem
+    else:
+        assert problem is None, problem
