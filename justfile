@@ -89,7 +89,7 @@ serve target *options: _ready
 pythons: _ready
     @{{python}} -m lab.interpreters
 
-# Create python/NAME/ from an existing kit target, e.g. `just new-target mine --like starlette`.
+# Create python/NAME/ or node/NAME/ from an existing kit target, e.g. `just new-target mine --like starlette` (or `--like express`).
 [no-exit-message]
 [group('lab')]
 new-target name *options: _ready

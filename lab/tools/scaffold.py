@@ -1,5 +1,6 @@
-"""`lab new-target NAME --like TARGET` (`just new-target`): a new Python target folder, copied
-from an existing target built on the target kit (labkit), and the next steps to make it yours.
+"""`lab new-target NAME --like TARGET` (`just new-target`): a new target folder beside an existing
+one built on its language's target kit (Python: labkit; Node: node/kit), copied from it, and the
+next steps to make it yours.
 Refuses a name that is taken or malformed, and an unknown --like, with one line and exit 2."""
 
 from __future__ import annotations
@@ -15,38 +16,53 @@ from lab.arguments import add_command
 from lab.errors import USAGE_ERROR
 from lab.targets import MANIFEST, discover
 
-PYTHON_DIR = ROOT / "python"
+KIT_LANGUAGES = ("python", "node")  # a copied folder is a target: the kit holds the rest
 NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")  # a folder name that is also a Python identifier
-SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules")
 
 
 class ScaffoldError(Exception):
     """A name that cannot be used; the message says why and what can."""
 
 
-def new_target(name: str, like: str, root: Path = PYTHON_DIR) -> Path:
-    """Copy python/<like>/ to python/<name>/ and name the copy; returns the new folder."""
+def new_target(name: str, like: str, root: Path | None = None) -> Path:
+    """Copy <language>/<like>/ to <language>/<name>/ (root: another folder to put it in) and
+    name the copy; returns the new folder."""
     targets = discover()
-    python = {t.name: t for t in targets if t.language == "python"}
-    if like not in python:
-        raise ScaffoldError(f"unknown --like {like!r}; choose from: {', '.join(sorted(python))}")
+    kits = {t.name: t for t in targets if t.language in KIT_LANGUAGES}
+    if like not in kits:
+        raise ScaffoldError(f"unknown --like {like!r}; choose from: {', '.join(sorted(kits))}")
     if not NAME.fullmatch(name):
         raise ScaffoldError(f"target name must match {NAME.pattern} (a folder name), got {name!r}")
     taken = {t.name for t in targets} | {a for t in targets for a in t.aliases}
-    folder = root / name
+    folder = (root or kits[like].folder.parent) / name
     if name in taken:
         raise ScaffoldError(f"{name!r} is already a target or an alias; pick another name")
     if folder.exists():
         raise ScaffoldError(f"{folder} already exists; pick another name")
-    shutil.copytree(python[like].folder, folder, ignore=SKIP)
+    shutil.copytree(kits[like].folder, folder, ignore=SKIP)
     manifest = folder / MANIFEST
     text = manifest.read_text()
     manifest.write_text(f"# {name}: made with `just new-target {name} --like {like}`.\n{text}")
     return folder
 
 
-def next_steps(name: str, like: str, folder: Path) -> str:
+def next_steps(name: str, like: str, folder: Path, language: str = "python") -> str:
     rel = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
+    if language == "node":
+        return f"""created {rel}/ (a copy of node/{like}/)
+next steps:
+  1. edit {rel}/app.js: your framework's routing, JSON answers, 404/405/500; the
+     endpoints' work, /info and serving stay node/kit's (see README, "Adding a framework")
+  2. set `framework` in {rel}/{MANIFEST} (the package's name; app.js passes it and its
+     version to main), `concurrency` (one line) and the profiles' descriptions; then
+     `just docs` writes it into README's targets table, and CONTRACT.md's capacity tables
+     and README's pools table need its row
+  3. add the dependency: cd node && PATH=$PWD/../.tools/node/bin:$PATH npm install
+     --save-exact PACKAGE   (then commit node/package.json + node/package-lock.json)
+  4. try it: just serve {name}        (then curl 'localhost:8000/info')
+  5. its conformance tests: just test-target {name}
+  6. everything: just test"""
     return f"""created {rel}/ (a copy of python/{like}/)
 next steps:
   1. edit {rel}/app.py: your framework's routing, `def` handler, lifespan and error
@@ -61,20 +77,24 @@ next steps:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Create python/NAME/ (app.py, target.toml, server config) as a copy of the --like
-    target, and print the next steps."""
+    """Create python/NAME/ or node/NAME/ (the app, target.toml, server config) as a copy of
+    the --like target, and print the next steps."""
     try:
         folder = new_target(args.name, args.like)
     except ScaffoldError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    print(next_steps(args.name, args.like, folder))
+    language = next(t.language for t in discover() if t.name == args.like)
+    print(next_steps(args.name, args.like, folder, language))
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = add_command(
-        sub, "new-target", run, "create python/NAME/ from an existing target built on the kit"
+        sub,
+        "new-target",
+        run,
+        "create python/NAME/ or node/NAME/ from a target built on a kit",
     )
     p.add_argument("name", help="the new target's name (its folder)")
     p.add_argument("--like", default="starlette", help="the target to start from")

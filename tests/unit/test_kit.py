@@ -134,6 +134,15 @@ def test_scaffold_copies_a_kit_target(tmp_path: Path) -> None:
     assert "just test-target mine" in scaffold.next_steps("mine", "starlette", folder)
 
 
+def test_scaffold_copies_a_node_target(tmp_path: Path) -> None:
+    folder = scaffold.new_target("mine", "express", root=tmp_path)
+    assert (folder / "app.js").read_text() == (ROOT / "node/express/app.js").read_text()
+    target = load_target(folder / "target.toml")
+    assert target.name == "mine" and target.language == "node" and "cluster" in target.profiles
+    steps = scaffold.next_steps("mine", "express", folder, "node")
+    assert "app.js" in steps and "npm install" in steps and "just test-target mine" in steps
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
