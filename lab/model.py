@@ -174,11 +174,15 @@ def pool_bound(endpoint: str, info: dict[str, Any]) -> bool:
 
 
 def cpu_parallelism(endpoint: str, info: dict[str, Any]) -> float:
-    """CPUs the server's own work can use at once: its CPUs, and for Python at most one per
-    worker process (one GIL each) except for the work a process pool does."""
+    """CPUs the server's own work can use at once: its CPUs, and at most /info's worker_cpus
+    per worker process (Node: one event loop) except for the work a pool does. Python's
+    /info does not state it: one per worker (one GIL each)."""
     cpus = float(info.get("cpus") or 1)
-    if info.get("language") == "python" and endpoint != "cpu-pool":
-        return min(cpus, float(info.get("workers") or 1))
+    per_worker = info.get("worker_cpus")
+    if per_worker is None and info.get("language") == "python":
+        per_worker = 1
+    if per_worker is not None and endpoint != "cpu-pool":
+        return min(cpus, float(info.get("workers") or 1) * float(per_worker))
     return cpus
 
 

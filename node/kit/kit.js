@@ -275,6 +275,7 @@ export class App {
       threads: 1, // handlers run on the process's one event-loop thread
       executor_threads: this.threads,
       pool_processes: this.threads, // worker threads of the /cpu-pool pool
+      worker_cpus: 1, // a process's own work runs on its one event loop (the pool's aside)
       cpus: availableParallelism(),
       capacity,
       database: {

@@ -508,3 +508,16 @@ def test_db_rows_wait_is_measured_from_two_lone_requests() -> None:
     z, s = calibrate._queries(conn, rows, _cell("db-rows", n=100), 2.0)
     assert (z, s) == (pytest.approx(1.0), pytest.approx(18.0))
     assert set(conn.paths) == {"/db-rows?n=1&seed=1", "/db-rows?n=100&seed=1"}
+
+
+def test_worker_cpus_bounds_a_workers_own_work_not_its_pool() -> None:
+    """/info's worker_cpus (Node: 1, one event loop) caps the CPUs a worker's own work uses;
+    /cpu-pool's pool and a server without it (Go) use every CPU; Python without it: 1."""
+    cpu_parallelism = model.cpu_parallelism
+    node = {"language": "node", "cpus": 4, "workers": 2, "worker_cpus": 1, "capacity": {}}
+    assert cpu_parallelism("hello", node) == 2
+    assert cpu_parallelism("cpu-pool", node) == 4
+    assert cpu_parallelism("hello", {**node, "workers": 8}) == 4  # no more than its CPUs
+    assert cpu_parallelism("hello", {**node, "worker_cpus": None}) == 4
+    assert cpu_parallelism("hello", {**go(), "cpus": 4}) == 4
+    assert cpu_parallelism("hello", py(workers=2, cpus=4)) == 2
