@@ -2,9 +2,13 @@
 // byte of the loop index (contract/cpu-vectors.json), and a real blocking sleep.
 
 export function fnv1a(n) {
-  let x = 2166136261;
-  for (let i = 0; i < n; i++) x = Math.imul(x ^ (i & 0xff), 16777619) >>> 0;
-  return x;
+  let x = 2166136261 | 0;
+  let i = 0;
+  // blocks of 256: i & 0xff is j. x stays a signed 32-bit integer (Math.imul's result, the
+  // same bits mod 2^32) and becomes unsigned once, at the end.
+  for (; i + 256 <= n; i += 256) for (let j = 0; j < 256; j++) x = Math.imul(x ^ j, 16777619);
+  for (let j = 0; i < n; i++, j++) x = Math.imul(x ^ j, 16777619);
+  return x >>> 0;
 }
 
 const cell = new Int32Array(new SharedArrayBuffer(4));
