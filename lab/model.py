@@ -13,7 +13,8 @@ closed queueing network. One request visits:
   server-cpu  the server's CPUs: d = CPU time of the server's whole process tree per request
               (HTTP parsing, the framework, an HTTP client's fan-out, the CPU work itself),
               measured on the idle server over up to 8 kept-alive connections; m = the CPUs it
-              may use, and for Python at most one per worker process (one GIL each);
+              may use, and at most /info's worker_cpus per worker process (Node: one event
+              loop; Python, not stated: one GIL each);
   db-pool     the slots of a database endpoint when its capacity is the connection pool's
               (/info: capacity = workers x database.pool, the handler's own slots being
               more): a request holds its pooled connection for S + d + o + its database CPU
