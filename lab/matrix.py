@@ -103,9 +103,6 @@ class Matrix:
     name: str
     description: str = ""
     targets: str | list[str] = "all"
-    # Targets left out of targets = "all", each named (a budget the matrix cannot yet keep
-    # with them: the file says why).
-    except_targets: list[str] = field(default_factory=list)
     profiles: str | list[str] = "default"  # "default", "all", or profile names
     endpoints: str | list[str] = "all"
     vus: list[int] = field(default_factory=lambda: [50])
@@ -156,7 +153,6 @@ _NAMES_OR_ALL = "'all', a name or a list of names"
 _KEYS = {
     "description": "a string",
     "targets": _NAMES_OR_ALL,
-    "except_targets": "a list of target names (left out of targets = 'all')",
     "profiles": "'default', 'all', a name or a list of names",
     "endpoints": _NAMES_OR_ALL,
     "vus": "an integer >= 1 or a list of them",
@@ -223,10 +219,6 @@ def from_toml(name: str, data: dict[str, Any], where: str = "matrix") -> Matrix:
     for key in ("targets", "profiles", "endpoints"):
         if key in data and not _names(data[key]):
             raise bad(key)
-    if "except_targets" in data and not (
-        _names(data["except_targets"]) and isinstance(data["except_targets"], list)
-    ):
-        raise bad("except_targets")
     for key in ("vus", "rate"):
         if key in data and _ints(data[key]) is None:
             raise bad(key)
@@ -361,8 +353,7 @@ def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -
         base = [spec_cell(spec, matrix, contract, targets) for spec in matrix.cells]
         return [replace(c, repeat=r) for r in range(1, matrix.repeat + 1) for c in base]
     if matrix.targets == "all":
-        left_out = [find(name, targets) for name in matrix.except_targets]
-        chosen = [t for t in targets if t not in left_out]
+        chosen = targets
     else:
         wanted = [matrix.targets] if isinstance(matrix.targets, str) else matrix.targets
         chosen = [find(name, targets) for name in wanted]

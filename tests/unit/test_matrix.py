@@ -17,7 +17,6 @@ from lab.matrix import (
     Matrix,
     MatrixError,
     expand,
-    from_toml,
     load_matrix,
     names,
     parse_duration,
@@ -103,21 +102,19 @@ def test_quick_is_every_default_profile_times_the_representative_endpoints() -> 
     cells = expand(matrix, seed=1)
     chosen = matrix.endpoints
     assert isinstance(chosen, list) and set(chosen) < set(BENCH)
-    # the endpoints left out are measured by the io and db matrices
-    elsewhere = set(load_matrix("io").endpoints) | set(load_matrix("db").endpoints)
+    # the endpoints left out are measured by the io, db and pools matrices
+    elsewhere = {e for m in ("io", "db", "pools") for e in load_matrix(m).endpoints}
     assert set(BENCH) - set(chosen) <= elsewhere
     # every kind of wait is in it: a sleep, a blocked loop, CPU, and the database's pool
     kinds = {load()[e].kind for e in chosen}
     assert {"none", "sleep", "cpu", "db"} <= kinds
-    targets = [t for t in TARGETS if t.name not in matrix.except_targets]
-    assert len(targets) == len(TARGETS) - len(matrix.except_targets)  # each a real target
-    assert len(cells) == len(targets) * len(chosen)
+    assert len(cells) == len(TARGETS) * len(chosen)
     assert len({c.vus for c in cells}) == 1
     assert len({c.rate for c in cells}) == 1
     assert {c.repeat for c in cells} == {1}
     defaults = {t.name: t.default_profile for t in TARGETS}
     assert all(c.profile == defaults[c.target] for c in cells)
-    assert {(c.target, c.endpoint) for c in cells} == {(t.name, e) for t in targets for e in chosen}
+    assert {(c.target, c.endpoint) for c in cells} == {(t.name, e) for t in TARGETS for e in chosen}
 
 
 def test_db_is_every_default_profile_times_the_database_endpoints() -> None:
@@ -369,8 +366,7 @@ def test_quick_matrix_fits_its_budget_with_every_target() -> None:
 
     quick = load_matrix("quick")
     cells = expand(quick)
-    # every target but those the file leaves out by name, each saying why
-    assert {c.target for c in cells} == {t.name for t in discover()} - set(quick.except_targets)
+    assert {c.target for c in cells} == {t.name for t in discover()}
     assert estimate_s(cells) < 10 * 60
     # a lengthened cell runs to the cap, then k6 gives the requests in flight 3 s of grace
     # (lab.js GRACEFUL_STOP): 9.0 s measured where 3 s were planned
@@ -427,13 +423,3 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
     proc.stdout.close()  # no reader left: lab's first write fails with EPIPE
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (0, "")
-
-
-def test_except_targets_leaves_out_the_named_targets_only() -> None:
-    all_cells = expand(from_toml("m", {"endpoints": ["hello"]}))
-    some = expand(from_toml("m", {"endpoints": ["hello"], "except_targets": ["gin"]}))
-    assert {c.target for c in all_cells} - {c.target for c in some} == {"gin"}
-    with pytest.raises(MatrixError, match="except_targets"):
-        from_toml("m", {"except_targets": "gin"})
-    with pytest.raises(UnknownChoice):
-        expand(from_toml("m", {"except_targets": ["nope"]}))
