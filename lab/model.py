@@ -14,7 +14,7 @@ closed queueing network. One request visits:
               (HTTP parsing, the framework, an HTTP client's fan-out, the CPU work itself),
               measured on the idle server over up to 8 kept-alive connections; m = the CPUs it
               may use, and at most /info's worker_cpus per worker process (Node: one event
-              loop; Python, not stated: one GIL each);
+              loop; Python: one GIL each);
   db-pool     the slots of a database endpoint when its capacity is the connection pool's
               (/info: capacity = workers x database.pool, the handler's own slots being
               more): a request holds its pooled connection for S + d + o + its database CPU
@@ -176,8 +176,8 @@ def pool_bound(endpoint: str, info: dict[str, Any]) -> bool:
 
 def cpu_parallelism(endpoint: str, info: dict[str, Any]) -> float:
     """CPUs the server's own work can use at once: its CPUs, and at most /info's worker_cpus
-    per worker process (Node: one event loop) except for the work a pool does. Python's
-    /info does not state it: one per worker (one GIL each)."""
+    per worker process (Node: one event loop; Python: one GIL) except for the work a pool
+    does. Recordings made before /info stated it: Python one per worker."""
     cpus = float(info.get("cpus") or 1)
     per_worker = info.get("worker_cpus")
     if per_worker is None and info.get("language") == "python":

@@ -95,6 +95,8 @@ def base(
         "language_version": platform.python_version(),
         "python_implementation": sys.implementation.name,
         "gil_enabled": gil_enabled(),
+        # a worker's own work (its handlers, inline /cpu) runs under its GIL: one CPU at a time
+        "worker_cpus": 1 if gil_enabled() else None,
         "cpus": knobs.cpus(),
         "graceful_timeout_s": graceful,
         **({"server_options": opts} if (opts := server_options(name)) else {}),
