@@ -66,8 +66,9 @@ def pool_profile(target: Target) -> str:
 
 
 # DB_POOL is read by the kits' shared code: one target per pool library (asyncpg,
-# psycopg_pool, pgxpool) proves it; every other target's default pool is counted above.
-KNOB_TARGETS = [t for t in TARGETS if t.name in ("fastapi", "flask", "gin")]
+# psycopg_pool, pgxpool, node-postgres) proves it; every other target's default pool is
+# counted above.
+KNOB_TARGETS = [t for t in TARGETS if t.name in ("fastapi", "flask", "gin", "express")]
 
 
 @pytest.mark.parametrize("target", KNOB_TARGETS, ids=[t.name for t in KNOB_TARGETS])
