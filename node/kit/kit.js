@@ -221,21 +221,27 @@ export class App {
   // A client that failed is destroyed, not returned to the pool.
   async withClient(f) {
     const { pool, why } = this.db;
-    if (!pool) return dbError(why);
+    if (!pool) return this.dbError(why);
     let client;
     try {
       client = await pool.connect();
     } catch (err) {
-      return dbError(err.message);
+      return this.dbError(err.message);
     }
     try {
       await f(client);
       client.release();
     } catch (err) {
       client.release(err);
-      return dbError(err.message);
+      return this.dbError(err.message);
     }
     return undefined;
+  }
+
+  // The contract's 503 body (x-lab.errors.database) with the failure's words on one line.
+  dbError(reason) {
+    const words = String(reason).split(/\s+/).join(" ").trim();
+    return [503, { error: this.contract.error("database", { reason: words }) }];
   }
 
   info() {
@@ -293,10 +299,6 @@ export class App {
 }
 
 const WORLD_SQL = "SELECT id, randomnumber FROM world WHERE id = $1";
-
-function dbError(reason) {
-  return [503, { error: `database: ${String(reason).split(/\s+/).join(" ").trim()}` }];
-}
 
 // node-postgres's Pool at its own default size (10) unless DB_POOL sets it (max and min
 // alike); connections open on first use. Without DATABASE_URL the endpoints answer 503.
