@@ -28,9 +28,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--kind", choices=sorted(KINDS), help="run the tests of one kind only")
 
 
+# A check of what the application answers, the same whichever server runs it: run against
+# each target's default profile only (the strict tables, capacities, CPU and process checks,
+# shutdown: every profile). Schemathesis and single-request timings cost 5 s a profile.
+DEFAULT_PROFILE_ONLY = "default_profile_only"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for kind, what in KINDS.items():
         config.addinivalue_line("markers", f"{kind}: {what}")
+    config.addinivalue_line(
+        "markers",
+        f"{DEFAULT_PROFILE_ONLY}: the application's answers: each target's default profile",
+    )
+
+
+def on_other_profile(item: pytest.Item) -> bool:
+    """A default_profile_only test of a `served` case that is not its target's default."""
+    case = getattr(item, "callspec", None) and item.callspec.params.get("served")
+    if not case or item.get_closest_marker(DEFAULT_PROFILE_ONLY) is None:
+        return False
+    target, profile = case
+    return bool(profile != target.default_profile)
 
 
 def kind_of(item: pytest.Item) -> str | None:
@@ -59,9 +78,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if misplaced:
         raise pytest.UsageError(f"tests outside their kind's folder: {', '.join(misplaced)}")
     wanted = config.getoption("--kind")
-    if wanted:
-        chosen = [item for item in items if kind_of(item) == wanted]
-        config.hook.pytest_deselected(items=[i for i in items if kind_of(i) != wanted])
+    chosen = [i for i in items if (not wanted or kind_of(i) == wanted) and not on_other_profile(i)]
+    if len(chosen) < len(items):
+        kept = {id(i) for i in chosen}
+        config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
         items[:] = chosen
 
 

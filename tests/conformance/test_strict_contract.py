@@ -89,6 +89,7 @@ def test_refused_at_once_while_loaded(served: Served) -> None:
 # --- schemathesis ------------------------------------------------------------------------------
 
 
+@pytest.mark.default_profile_only  # the app's answers; the tables above run on every profile
 @strict.SCHEMA.parametrize()
 @strict.SETTINGS
 def test_schemathesis(served: Served, case: Any) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 from harness.labrun import (
+    K6_US,
     LabRun,
     assert_nothing_left,
     check_meta,
@@ -234,6 +235,7 @@ def test_hung_k6_is_an_error_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     fake.write_text("#!/bin/sh\ntrap '' TERM\nsleep 600\n")
     fake.chmod(0o755)
     monkeypatch.setenv("LAB_K6", str(fake))
+    monkeypatch.setenv("LAB_K6_US", K6_US)  # or the fake k6 hangs k6's own measurement, 15 s
     run = RunDir.create(tmp_path / "out")
     runner = Runner(run, Options(k6_margin_s=1.0, pin=False))
     before = {p.pid for p in psutil.Process().children(recursive=True)}  # session fixtures

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness.labrun import K6_US
 
 from lab import ROOT
 from lab.record import CellResult
@@ -23,9 +24,6 @@ ENV = {
     for k, v in os.environ.items()
     if k not in {"RATE", "MS", "N", "TIMEOUT", "GRACEFUL_STOP", "PORT", "HOST", *KNOBS}
 }
-# k6's cost per request, measured for real by the loadgen cell below; the others take this
-# value so that each saves the 3 s measurement (the row records it as given).
-K6_US = "60"
 # Wide enough for a loaded 2-CPU machine, narrow enough to catch a capacity off by 2x or a
 # CPU resource left out (the old model predicted Go /hello 'no model' and FastAPI /cpu at
 # 1 CPU per request of 2 x the real rate).

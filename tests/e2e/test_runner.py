@@ -108,7 +108,7 @@ def test_server_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun]) 
     assert first["repeat"] != second["repeat"]
     meta = check_meta(run, "complete", "gin/release", "gin")
     check_ok_row(second, run, meta["servers"]["gin/release"])
-    assert len(run_.ports) == 3  # a fresh server (and port) per cell, one for k6's calibration
+    assert len(run_.ports) == 2  # a fresh server (and port) per cell (k6's cost is given)
     assert_nothing_left(run_, out)
 
 

@@ -34,6 +34,11 @@ ENV = {k: v for k, v in os.environ.items() if k not in SHELL_KNOBS | set(KNOBS)}
 # The machine's one-run lock, but this test session's own: a `just bench` someone runs
 # meanwhile must not fail these tests (the lock itself is tested with this file too).
 ENV["LAB_LOCK"] = str(Path(tempfile.gettempdir()) / f"lab-test-{os.getpid()}.lock")
+# k6's cost per request, given to the tests' runs (recorded as "given: LAB_K6_US"): each run
+# saves the 3-s measurement on gin and its start, about 4 s; tests/e2e/test_model_e2e.py
+# measures it for real, once.
+K6_US = "60"
+ENV["LAB_K6_US"] = K6_US
 VERDICTS = {"as predicted", "below model", "above model", "loadgen-bound", "no model"}
 BENCH = [e.name for e in load().bench_endpoints()]
 
