@@ -64,6 +64,8 @@ class CellResult:
     server_cpu_pct: float | None = None
     server_busy_pct: float | None = None
     server_rss_mb: float | None = None
+    # the most OS threads the server's processes held at once (a thread per request shows here)
+    server_threads: int | None = None
     k6_cpu_pct: float | None = None
     upstream_cpu_pct: float | None = None
     db_cpu_pct: float | None = None  # the database server's CPU during the load (db cells)

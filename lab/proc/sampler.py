@@ -22,6 +22,7 @@ class Usage:
     # The median of the per-interval CPU %: how busy the tree typically was while loaded,
     # unmoved by the idle second of k6 starting up and draining that the mean includes.
     busy_pct: float | None = None
+    threads: int | None = None  # the most OS threads the whole tree held at one sample
 
 
 class _Tree:
@@ -30,6 +31,7 @@ class _Tree:
         self.start_cpu: dict[int, float] = {}
         self.last_cpu: dict[int, float] = {}
         self.peak_rss = 0
+        self.peak_threads = 0
         self.samples = 0
         self.timeline: list[tuple[float, float]] = []  # (monotonic time, CPU seconds so far)
         self.workers: set[int] = set()  # the top's children (workers) seen while sampling
@@ -51,7 +53,7 @@ class _Tree:
         self.workers |= live
 
     def sample(self, first: bool = False) -> None:
-        rss = 0
+        rss = threads = 0
         processes = self.processes()
         self._watch_workers(processes)
         for p in processes:
@@ -62,7 +64,9 @@ class _Tree:
                 self.start_cpu.setdefault(p.pid, used if first else 0.0)
                 self.last_cpu[p.pid] = used
                 rss += p.memory_info().rss
+                threads += p.num_threads()
         self.peak_rss = max(self.peak_rss, rss)
+        self.peak_threads = max(self.peak_threads, threads)
         self.samples += 1
         self.timeline.append((time.monotonic(), self.cpu_seconds()))
 
@@ -133,4 +137,5 @@ class Sampler:
             tree.peak_rss / 2**20,
             tree.samples,
             tree.busy_pct(),
+            tree.peak_threads,
         )

@@ -704,6 +704,7 @@ def _usage(
         "server_cpu_pct": srv_pct,
         "server_busy_pct": srv.busy_pct if srv else None,
         "server_rss_mb": srv.rss_mb if srv else None,
+        "server_threads": srv.threads if srv else None,
         "k6_cpu_pct": k6_pct,
         "upstream_cpu_pct": up_pct,
         "db_cpu_pct": db_pct,
