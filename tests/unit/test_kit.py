@@ -131,7 +131,9 @@ def test_scaffold_copies_a_kit_target(tmp_path: Path) -> None:
     assert (folder / "app.py").read_text() == (ROOT / "python/starlette/app.py").read_text()
     target = load_target(folder / "target.toml")
     assert target.name == "mine" and target.default_profile == "uvicorn"
-    assert "just test-target mine" in scaffold.next_steps("mine", "starlette", folder)
+    steps = scaffold.next_steps("mine", "starlette", folder)
+    assert "just test-target mine" in steps
+    assert "CONTRACT.md's capacity tables" in steps and "`mine / PROFILE |" in steps
 
 
 def test_scaffold_copies_a_node_target(tmp_path: Path) -> None:
@@ -141,6 +143,7 @@ def test_scaffold_copies_a_node_target(tmp_path: Path) -> None:
     assert target.name == "mine" and target.language == "node" and "cluster" in target.profiles
     steps = scaffold.next_steps("mine", "express", folder, "node")
     assert "app.js" in steps and "npm install" in steps and "just test-target mine" in steps
+    assert "CONTRACT.md's capacity tables" in steps and "README's pools table" in steps
 
 
 @pytest.mark.parametrize(
