@@ -70,6 +70,22 @@ def test_oversized_request_line(served: Served, record_property: Any) -> None:
     assert get(served.url, "/hello").status == 200
 
 
+def test_refused_at_once_while_loaded(served: Served) -> None:
+    """A 404, a 405 and a 400 answer at once while the server's pools are full (its
+    /executor, a `def` pool of its own, or all request slots but one): a refusal that waits
+    for a pool (Django logs every 4xx through the loop's default executor) is the answer's
+    fault. One retry: a busy machine can delay one request."""
+    load = strict.refusal_load(served.info)
+    if not load:
+        pytest.skip(
+            "one request slot and no other pool: a refusal waits for the request in service"
+        )
+    problem = strict.loaded_refusal_problem(served.url, served.info)
+    if problem:
+        problem = strict.loaded_refusal_problem(served.url, served.info)
+    assert problem is None, problem
+
+
 # --- schemathesis ------------------------------------------------------------------------------
 
 

@@ -213,6 +213,24 @@ def test_strict_contract_lies_are_caught(
     assert any(p.startswith(evidence) for p in found), found[:5]
 
 
+def test_honest_refuses_at_once_while_loaded(honest: server.ServerProcess) -> None:
+    assert strict.refusal_load(info_of(honest))["executor"] == 4
+    assert strict.loaded_refusal_problem(honest.url, info_of(honest)) is None
+
+
+def test_refusal_queued_behind_the_executor_is_caught(upstream: server.ServerProcess) -> None:
+    """Idle, the lie answers every table at once; loaded, its 4xx waits for /executor's pool."""
+    proc = start_kit(upstream.url, lies="refusal-in-executor")
+    try:
+        idle = strict.problems(proc.url, strict.LOADED_REFUSALS)
+        problem = strict.loaded_refusal_problem(proc.url, info_of(proc))
+    finally:
+        assert proc.stop().clean
+    assert idle == [], idle
+    assert problem is not None and "refusals must answer within 0.5s" in problem, problem
+    assert problem.count("GET /no-such-endpoint") == 1, problem
+
+
 # --- the database: claims counted at the database, rows read from the table ----------------
 
 

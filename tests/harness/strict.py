@@ -6,6 +6,8 @@ from the contract's x-lab.errors templates."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,6 +246,87 @@ def not_found_cases(method: str) -> list[Expect]:
         )
         for path in NOT_FOUND_PATHS
     ]
+
+
+# --- refused while loaded: a refusal must not queue behind the server's pools ----------------
+
+LOAD_MS = 1500  # each load request's wait: it outlasts the settle time and the refusals
+LOAD_SETTLE_S = 0.5  # the load's requests are in service by then
+LOADED_REFUSE_WITHIN_S = 0.5  # a refusal does no work: loaded or not, it answers at once
+# One refusal of each kind; /async's ms is parsed on an event loop where there is one, so
+# the 400 does not wait for a thread where /sync's would.
+LOADED_REFUSALS = [
+    not_found_cases("GET")[0],
+    next(c for c in method_cases("POST") if c.path == "/hello"),
+    next(c for c in grammar_cases(CONTRACT["async"], "ms") if c.why == "not a number"),
+]
+
+
+def refusal_load(info: dict[str, Any]) -> dict[str, int]:
+    """The load a refusal is timed under: requests for every bounded pool that waits without
+    holding its worker (/executor, and /sync where `def` handlers run in a pool of their own),
+    filled to /info's capacity, plus unbounded waits; or, where every request holds a request
+    slot (capacity of /hello bounded: WSGI), all slots but one. One slot and no other pool:
+    nothing to load, a refusal waits for the request in service (CONTRACT.md)."""
+    capacity, workers = info["capacity"], info["workers"]
+    if capacity["hello"] is not None:
+        spare = capacity["hello"] - 1
+        return {"sync": spare} if spare else {}
+    load = {"async": CONTRACT.extensions["concurrency-probe-when-unbounded"]}
+    for name in ("executor", "sync"):  # a pool no larger than the workers holds each worker
+        if capacity[name] is not None and capacity[name] > workers:
+            load[name] = capacity[name]
+    return load
+
+
+def loaded_refusal_problem(base: str, info: dict[str, Any]) -> str | None:
+    """Why a 404, a 405 or a 400 sent while refusal_load(info) is in service does not
+    answer the contract's way within LOADED_REFUSE_WITHIN_S, or None. Every load request must
+    still be in service when the last refusal is answered, or the check proved nothing."""
+    load = [f"/{name}?ms={LOAD_MS}" for name, k in refusal_load(info).items() for _ in range(k)]
+    ends: list[float] = []
+    failed: list[str] = []
+
+    def one(path: str) -> None:
+        try:
+            reply = request(base, path, timeout=4 * LOAD_MS / 1000)
+            if reply.status != 200:
+                failed.append(f"{path}: {reply.status}")
+        except OSError as exc:
+            failed.append(f"{path}: {exc!r}")
+        ends.append(time.perf_counter())
+
+    threads = [threading.Thread(target=one, args=(path,), daemon=True) for path in load]
+    for t in threads:
+        t.start()
+    time.sleep(LOAD_SETTLE_S if load else 0)
+    found = []
+    for expect in LOADED_REFUSALS:
+        try:
+            reply = request(base, expect.path, method=expect.method, timeout=LOAD_MS / 1000)
+        except TimeoutError:
+            found.append(f"{expect.method} {expect.path}: no answer within {LOAD_MS / 1000}s")
+            continue
+        slow = reply.seconds > LOADED_REFUSE_WITHIN_S
+        problem = reply_problem(reply, expect) or (
+            slow and f"{expect.method} {expect.path} ({expect.why}): {reply.seconds:.2f}s"
+        )
+        if problem:
+            found.append(problem)
+    answered = time.perf_counter()
+    for t in threads:
+        t.join(4 * LOAD_MS / 1000)
+    if failed:
+        return f"the load failed: {failed[0]} ({len(failed)} of {len(load)})"
+    if found:
+        loaded = ", ".join(f"{k} x /{n}" for n, k in refusal_load(info).items())
+        return (
+            f"under load ({loaded or 'none'}, {LOAD_MS} ms each) refusals must answer within "
+            f"{LOADED_REFUSE_WITHIN_S}s: " + "; ".join(found)
+        )
+    if ends and min(ends) < answered:
+        return "the load ended before the refusals were answered: nothing was proved"
+    return None
 
 
 # Every table above, whole: what the bites check the honest kit and the liar with.

@@ -6,7 +6,9 @@ conformance suite must catch. Never discovered (no target.toml). Run: uvicorn ap
 Lies: pool-8x (/cpu-pool claims 8x its processes), cpu-unbounded (inline /cpu claims null
 while it holds the loop), upstream-sleep (/upstream sleeps instead of calling), float-ms
 (reads ms=1.0), last-repeat (takes the last of repeated params), head-200 (answers HEAD as
-GET), no-cap (no total-wait cap), plain-404 (a text 404), ignore-sigterm (ignores SIGTERM);
+GET), no-cap (no total-wait cap), plain-404 (a text 404), ignore-sigterm (ignores SIGTERM),
+refusal-in-executor (every 4xx first makes a trip through the loop's default executor, which
+/executor fills: Django logs each one that way);
 the database's: db-pool-1 (opens one connection for /db, claims DB_POOL or 10), db-new-conn
 (/db opens a connection per request), db-sleep (/db sleeps in-process, no query), db-rows-formula
 (/db-rows computes its checksum from the rows' formula, not the table).
@@ -349,4 +351,6 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         except (DatabaseDown, psycopg.Error, TimeoutError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             response = JSONResponse({"error": CONTRACT.error("database", reason=reason)}, 503)
+    if "refusal-in-executor" in LIES and 400 <= response.status_code < 500:
+        await asyncio.get_running_loop().run_in_executor(None, lambda: None)
     await response(scope, receive, send)
