@@ -10,6 +10,10 @@
     pool = open_sync(framework)                    # a thread-per-request worker (threaded.start)
     sleep_sync(pool, ms, "db"), rows_sync(pool, n, seed); close_sync(pool)
 
+    settings = connect_params(framework)           # a framework with a database layer of its
+    pool = open_sync(framework, pool=..., driver=...)  # own (Django): its psycopg_pool, opened
+                                                   # and probed here like the kit's
+
 The drivers the frameworks' users reach for, at their libraries' own default pool sizes
 unless DB_POOL sets them (min = max): asyncpg's `create_pool` (10) for async handlers;
 psycopg 3 with psycopg_pool's `ConnectionPool` (4) for sync ones, and for /db-blocking on an
@@ -28,7 +32,7 @@ import asyncio
 import contextlib
 import inspect
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -160,7 +164,7 @@ async def open_async(framework: str) -> tuple[AsyncPool, SyncPool]:
     url, size = database_url(), knobs.db_pool()
     main = await _open_asyncpg(url, size, application_name(framework))
     if main.error is not None:  # the server is not there: the blocking pool would wait for it
-        blocking = _unopened(PSYCOPG, psycopg_pool_default(), size, main.error)
+        blocking = _unopened(PSYCOPG, _psycopg_version(), size, main.error)
         return main, blocking
     return main, open_sync(framework, url)
 
@@ -168,7 +172,7 @@ async def open_async(framework: str) -> tuple[AsyncPool, SyncPool]:
 async def _open_asyncpg(url: str | None, size: int | None, name: str) -> AsyncPool:
     version = asyncpg.__version__
     if url is None:
-        return _unopened(ASYNCPG, asyncpg_default(), size, f"{URL_ENV} is not set")
+        return _unopened(ASYNCPG, version, size, f"{URL_ENV} is not set")
     pool = None
     try:
         pool = asyncpg.create_pool(
@@ -182,11 +186,11 @@ async def _open_asyncpg(url: str | None, size: int | None, name: str) -> AsyncPo
     except TimeoutError:
         _terminate(pool)
         why = f"no connection within {CONNECT_TIMEOUT_S} s"
-        return _unopened(ASYNCPG, asyncpg_default(), size, why)
+        return _unopened(ASYNCPG, version, size, why)
     except Exception as exc:  # whatever it is, the worker serves on and /db says why
         _terminate(pool)
         why = f"could not connect: {reason(exc)}" if isinstance(exc, OSError) else reason(exc)
-        return _unopened(ASYNCPG, asyncpg_default(), size, why)
+        return _unopened(ASYNCPG, version, size, why)
     return Pool(ASYNCPG, version, pool.get_max_size(), source(size), pool)
 
 
@@ -196,8 +200,10 @@ def _terminate(pool: asyncpg.Pool | None) -> None:
             pool.terminate()  # the connections a failed start opened, if any
 
 
-def _unopened(driver: str, default: int, size: int | None, error: str) -> Pool[Any]:
-    version = asyncpg.__version__ if driver == ASYNCPG else _psycopg_version()
+def _unopened(driver: str, version: str, size: int | None, error: str) -> Pool[Any]:
+    """A pool that could not be opened, at the size it would have had (the library's
+    default, or DB_POOL)."""
+    default = asyncpg_default() if driver == ASYNCPG else psycopg_pool_default()
     return Pool(driver, version, default if size is None else size, source(size), None, error)
 
 
@@ -220,36 +226,68 @@ def psycopg_kwargs(url: str, name: str) -> dict[str, Any]:
     }
 
 
-def open_sync(framework: str, url: str | None = None) -> SyncPool:
-    """psycopg_pool's ConnectionPool, open and filled (its minimum connected) or, within
-    CONNECT_TIMEOUT_S, the reason why not. Never raises. `url` defaults to DATABASE_URL."""
+def pool_options() -> dict[str, Any]:
+    """psycopg_pool.ConnectionPool's sizes (DB_POOL, or the library's default) and its wait
+    for a pooled connection (TIMEOUT_S): the kit's own pool's, and a framework's own built on
+    psycopg_pool (Django's DATABASES OPTIONS "pool")."""
+    return {**sizes(knobs.db_pool()), "timeout": TIMEOUT_S}
+
+
+def connect_params(framework: str, url: str | None = None) -> dict[str, Any]:
+    """DATABASE_URL (or `url`) as libpq keyword parameters (dbname, host, port, user, ...) with
+    every connection's settings of psycopg_kwargs (autocommit left to the framework), for a
+    framework that configures its database layer with them (Django's DATABASES: NAME and
+    OPTIONS); {} when DATABASE_URL is not set."""
+    url = url or database_url()
+    if url is None:
+        return {}
+    settings = psycopg_kwargs(url, application_name(framework))
+    del settings["autocommit"]
+    return {**conninfo.conninfo_to_dict(url), **settings}
+
+
+def open_sync(
+    framework: str,
+    url: str | None = None,
+    *,
+    pool: Callable[[str], psycopg_pool.ConnectionPool] | None = None,
+    driver: tuple[str, str] | None = None,
+) -> SyncPool:
+    """A psycopg_pool ConnectionPool, open and filled (its minimum connected) or, within
+    CONNECT_TIMEOUT_S, the reason why not. Never raises. `url` defaults to DATABASE_URL.
+    `pool(url)` makes the pool, unopened, where a framework has its own (Django's built-in
+    pool, configured with connect_params and pool_options); `driver` then names it (name,
+    version) in /info. The kit's own otherwise."""
     url = url or database_url()
     size = knobs.db_pool()
+    name, version = driver or (PSYCOPG, _psycopg_version())
     if url is None:
-        return _unopened(PSYCOPG, psycopg_pool_default(), size, f"{URL_ENV} is not set")
+        return _unopened(name, version, size, f"{URL_ENV} is not set")
     # One plain connection first: a refused or unknown server fails it at once, where the
     # pool would wait out its whole timeout (its workers retry in the background).
     why = _connect_problem(url, framework)
     if why is not None:
-        return _unopened(PSYCOPG, psycopg_pool_default(), size, why)
-    pool = None
+        return _unopened(name, version, size, why)
+    made = None
     try:
-        pool = psycopg_pool.ConnectionPool(
-            url,
-            kwargs=psycopg_kwargs(url, application_name(framework)),
-            **sizes(size),
-            timeout=TIMEOUT_S,  # the wait for a pooled connection (getconn)
-            open=False,
-        )
-        pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        made = (pool or _kit_pool(framework))(url)
+        made.open(wait=True, timeout=CONNECT_TIMEOUT_S)
     except psycopg_pool.PoolTimeout:
         # The server answered the probe but is slow to fill the pool: it stays and fills.
-        assert pool is not None
+        assert made is not None
     except Exception as exc:
-        if pool is not None:
-            pool.close(timeout=0)
-        return _unopened(PSYCOPG, psycopg_pool_default(), size, reason(exc))
-    return Pool(PSYCOPG, _psycopg_version(), pool.max_size, source(size), pool)
+        if made is not None:
+            made.close(timeout=0)
+        return _unopened(name, version, size, reason(exc))
+    return Pool(name, version, made.max_size, source(size), made)
+
+
+def _kit_pool(framework: str) -> Callable[[str], psycopg_pool.ConnectionPool]:
+    def make(url: str) -> psycopg_pool.ConnectionPool:
+        kwargs = psycopg_kwargs(url, application_name(framework))
+        return psycopg_pool.ConnectionPool(url, kwargs=kwargs, **pool_options(), open=False)
+
+    return make
 
 
 def _connect_problem(url: str, framework: str) -> str | None:

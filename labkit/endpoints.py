@@ -9,7 +9,7 @@ dict. Plain `def`s are for threads (a `def` handler, WSGI); `async def`s for an 
 | /sync         | sync(ms)                   | (always a def handler: the point of it)   |
 | /async        |                            | await wait(ms)                            |
 | /blocking     |                            | blocking(ms) (blocks the loop on purpose) |
-| /executor     |                            | await executor(ms)                        |
+| /executor     | in_executor(ms) (its work) | await executor(ms)                        |
 | /gather       |                            | await gather(ms, n)                       |
 | /sequential   |                            | await sequential(ms, n)                   |
 | /cpu          | cpu(n)                     | cpu(n) (holds the loop on purpose)        |
@@ -69,6 +69,13 @@ async def wait(ms: int) -> Body:
 async def executor(ms: int) -> Body:
     """The blocking sleep pushed to the running loop's default executor."""
     await asyncio.get_running_loop().run_in_executor(None, block, ms / 1000)
+    return body("executor", ms=ms)
+
+
+def in_executor(ms: int) -> Body:
+    """/executor's work, for a framework that hands it to an executor itself (Django's
+    sync_to_async(..., executor=...)): call it in that executor's thread."""
+    block(ms / 1000)
     return body("executor", ms=ms)
 
 

@@ -10,11 +10,15 @@ and the rest:
 
 `refusal(method, path)` decides 404/405 before routing, for any method: frameworks add HEAD
 and OPTIONS to GET routes on their own, and the contract serves GET only. Call it from a
-`before_request` hook (Flask, Quart) or use labkit.asgi.GetOnly (any ASGI app).
+`before_request` hook (Flask, Quart), or put the middleware in front of the whole app:
+labkit.asgi.GetOnly (any ASGI app), labkit.wsgi.GetOnly (any WSGI app). A framework that serves
+both (Django) wraps each of its two handlers; `refusal_answer` is what both middlewares send.
 """
 
 from __future__ import annotations
 
+import json
+from http import HTTPStatus
 from typing import Any
 
 from lab.contract import load
@@ -54,3 +58,20 @@ def refusal(method: str, path: str) -> tuple[dict[str, Any], int, dict[str, str]
     if method != "GET":
         return method_not_allowed(method), 405, ALLOW
     return None
+
+
+def refusal_answer(method: str, path: str) -> tuple[str, list[tuple[str, str]], bytes] | None:
+    """refusal() as an HTTP answer, for middleware in front of an app: the status line ('405
+    Method Not Allowed'), the headers (Content-Type, Content-Length, Allow) and the JSON body
+    (a HEAD answer has the same headers and no body: drop it). None: let the app answer."""
+    refused = refusal(method, path)
+    if refused is None:
+        return None
+    body, status, extra = refused
+    content = json.dumps(body).encode()
+    headers = [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(content))),
+        *extra.items(),
+    ]
+    return f"{status} {HTTPStatus(status).phrase}", headers, content

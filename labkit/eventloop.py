@@ -9,7 +9,14 @@ of that worker.
 
 `/sync` is not in ENDPOINTS: each target writes it as a plain `def` handler, so that its
 framework runs it the way it runs every `def` (anyio's pool, Quart's default executor, ...)
-and calls labkit.endpoints.sync in it. `sync_threads` is the size of that pool."""
+and calls labkit.endpoints.sync in it. `sync_threads` is the size of that pool, or None when
+the framework gives each `def` a thread of its own (Django's ASGIHandler: no bound).
+
+A framework that uses the loop's default executor itself (Django logs every answer >= 400
+through it) keeps it: serving(..., default_executor=False) makes /executor's pool one of its
+own (`worker.executor`, for the framework's own hand-off such as asgiref's sync_to_async). A
+framework with a database layer of its own (Django's ORM and pool) passes `database`, which
+opens it (labkit.db.open_sync(..., pool=...)); /db-blocking is then the same as /db."""
 
 from __future__ import annotations
 
@@ -31,13 +38,16 @@ from labkit.work import release_blocked
 
 @dataclass(frozen=True)
 class Worker:
-    executor_threads: int  # the loop's default executor (/executor)
-    sync_threads: int  # the pool the framework runs `def` handlers in (/sync)
+    executor_threads: int  # /executor's pool: the loop's default executor, unless its own
+    sync_threads: int | None  # the pool the framework runs `def` handlers in (/sync); None: a
+    # thread per request
     pool_processes: int
     pool: ProcessPoolExecutor
     session: aiohttp.ClientSession
-    db: db.AsyncPool  # asyncpg: /db, /db-rows
-    db_blocking: db.SyncPool  # psycopg_pool: /db-blocking, called on the loop
+    db: db.Pool[Any]  # asyncpg (/db, /db-rows), or the framework's own pool
+    db_blocking: db.SyncPool | None  # psycopg_pool: /db-blocking, called on the loop; None:
+    # /db-blocking is /db (a framework's own sync layer, which refuses to run on the loop)
+    executor: ThreadPoolExecutor | None = None  # /executor's pool, executor_threads threads
 
 
 def size_anyio_pool() -> int:
@@ -53,25 +63,41 @@ def size_anyio_pool() -> int:
 
 @asynccontextmanager
 async def serving(
-    executor_threads: int, sync_threads: int, *, framework: str
+    executor_threads: int,
+    sync_threads: int | None,
+    *,
+    framework: str,
+    default_executor: bool = True,
+    database: Callable[[], db.SyncPool] | None = None,
 ) -> AsyncIterator[Worker]:
     """The worker's resources for as long as it serves. Enter it on the worker's event loop, in
     its main thread (labkit.pool's processes die with the thread that forks them; they are
     forked before the database pools start threads). `framework` names the database
-    connections when LAB_TARGET does not. On the way out it first wakes every thread still
-    blocked in a wait, so that no in-flight /sync or /executor holds the process past its
-    server's graceful timeout, and cuts what the database pools still hold."""
+    connections when LAB_TARGET does not. `default_executor=False` leaves the loop's default
+    executor to the framework (/executor then runs in worker.executor only); `database` opens
+    the framework's own pool instead of the kit's. On the way out it first wakes every thread
+    still blocked in a wait, so that no in-flight /sync or /executor holds the process past
+    its server's graceful timeout, and cuts what the database pools still hold."""
     executor = ThreadPoolExecutor(executor_threads, thread_name_prefix="executor")
-    asyncio.get_running_loop().set_default_executor(executor)
+    if default_executor:
+        asyncio.get_running_loop().set_default_executor(executor)
     processes = knobs.pool_processes()
     cpu_pool = pool.start(processes)
     session = upstream.open_session()
-    main, blocking = await db.open_async(framework)
+    if database is None:
+        main, blocking = await db.open_async(framework)
+    else:
+        main, blocking = database(), None
     try:
-        yield Worker(executor_threads, sync_threads, processes, cpu_pool, session, main, blocking)
+        yield Worker(
+            executor_threads, sync_threads, processes, cpu_pool, session, main, blocking, executor
+        )
     finally:
         release_blocked()
-        await db.close_async(main, blocking)
+        if blocking is None:
+            db.close_sync(main)
+        else:
+            await db.close_async(main, blocking)
         await session.close()
         pool.stop(cpu_pool)
         executor.shutdown(wait=False, cancel_futures=True)
@@ -79,13 +105,16 @@ async def serving(
 
 def info(framework: str, worker: Worker, workers: int | None = None, **base: Any) -> dict[str, Any]:
     """/info of an event-loop target: an event loop per worker process, `def` handlers in a pool
-    of worker.sync_threads, and this worker's resources. Every number comes from the running
-    configuration: `workers` is the server's own (labkit.info.workers) unless the server runs
-    one process whatever it says. `base` goes to labkit.info.base (server_name=, graceful_s=)."""
+    of worker.sync_threads (or a thread each: no bound), and this worker's resources. Every
+    number comes from the running configuration: `workers` is the server's own
+    (labkit.info.workers) unless the server runs one process whatever it says. `base` goes to
+    labkit.info.base (server_name=, graceful_s=)."""
     workers = infos.workers(base.get("server_name")) if workers is None else workers
+    threads = worker.sync_threads
     capacity = {
         "hello": None,
-        "sync": workers * worker.sync_threads,  # `def` handlers: the thread pool, per worker
+        # `def` handlers: the thread pool, per worker, or a thread per request
+        "sync": None if threads is None else workers * threads,
         "async": None,  # awaiting holds nothing
         "blocking": workers,  # a blocking sleep holds the whole event loop of its worker
         "executor": workers * worker.executor_threads,
@@ -96,7 +125,8 @@ def info(framework: str, worker: Worker, workers: int | None = None, **base: Any
         "upstream": None,  # aiohttp without a connection cap
         "upstream-seq": None,
         "db": workers * worker.db.size,  # a request holds one of asyncpg's connections
-        "db-blocking": workers,  # the sync driver holds the event loop, like /blocking
+        # the sync driver holds the event loop, like /blocking; or it is /db
+        "db-blocking": workers * (1 if worker.db_blocking is not None else worker.db.size),
         "db-rows": workers * worker.db.size,
     }
     return {
@@ -159,7 +189,8 @@ async def _db(w: Worker, p: Params, rid: str | None) -> Body:
 
 
 async def _db_blocking(w: Worker, p: Params, rid: str | None) -> Body:
-    return db.sleep_sync(w.db_blocking, **p, endpoint="db-blocking")  # on the loop, on purpose
+    pool = w.db_blocking or w.db  # no blocking pool: the framework's own sync pool is /db's
+    return db.sleep_sync(pool, **p, endpoint="db-blocking")  # on the loop, on purpose
 
 
 async def _db_rows(w: Worker, p: Params, rid: str | None) -> Body:

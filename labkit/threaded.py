@@ -3,6 +3,7 @@ one worker process holds, made when it starts (gunicorn's post_worker_init, or a
 server's run) and released when it stops, and its /info.
 
     worker = start("flask", workers=..., threads=...)   # in the worker's main thread
+    worker = start("django", ..., shared_executor=True, database=...)   # Django's own pool
     worker = start_granian("flask")                     # the same, from granian's options
     endpoints.upstream_sync(worker.client, worker.fan_out, ms, n, rid)
     db.sleep_sync(worker.db, ms, "db"), db.rows_sync(worker.db, n, seed)
@@ -45,26 +46,41 @@ class Worker:
     fan_out: ThreadPoolExecutor
     db: db.SyncPool  # psycopg_pool: /db, /db-blocking (the same here), /db-rows
     graceful_s: float | None = None  # the server's graceful timeout, when the app can see it
+    # /executor's pool shared by the worker's request threads (Django's sync_to_async with an
+    # executor); None: each request makes its own (Flask: its own event loop's default)
+    executor: ThreadPoolExecutor | None = None
 
 
 def start(
-    framework: str, workers: int, threads: int | None, graceful_s: float | None = None
+    framework: str,
+    workers: int,
+    threads: int | None,
+    graceful_s: float | None = None,
+    *,
+    shared_executor: bool = False,
+    database: Callable[[], db.SyncPool] | None = None,
 ) -> Worker:
     """This worker's resources. Call it from the worker's main thread (labkit.pool), which
     forks the pool's processes before the database pool starts its threads. `framework`
-    names the database connections when LAB_TARGET does not."""
+    names the database connections when LAB_TARGET does not. `shared_executor`: one pool of
+    EXECUTOR_THREADS for the worker's /executor (worker.executor); `database` opens the
+    framework's own database pool (labkit.db.open_sync(..., pool=...)) instead of the kit's."""
     processes = knobs.pool_processes()
     cpu_pool = pool.start(processes)
+    executor_threads = knobs.executor_threads()
     return Worker(
         workers=workers,
         threads=threads,
-        executor_threads=knobs.executor_threads(),
+        executor_threads=executor_threads,
         pool_processes=processes,
         pool=cpu_pool,
         client=upstream.open_client(),
         fan_out=ThreadPoolExecutor(FAN_OUT_THREADS, thread_name_prefix="fan-out"),
-        db=db.open_sync(framework),
+        db=database() if database else db.open_sync(framework),
         graceful_s=graceful_s,
+        executor=ThreadPoolExecutor(executor_threads, thread_name_prefix="executor")
+        if shared_executor
+        else None,
     )
 
 
@@ -87,6 +103,8 @@ def stop(worker: Worker, wait_for_pool: bool = True) -> None:
     release_blocked()
     db.close_sync(worker.db)
     worker.fan_out.shutdown(wait=False, cancel_futures=True)
+    if worker.executor is not None:
+        worker.executor.shutdown(wait=False, cancel_futures=True)
     worker.client.close()
     if wait_for_pool:
         pool.stop(worker.pool)
@@ -96,12 +114,16 @@ def info(framework: str, worker: Worker, **base: Any) -> dict[str, Any]:
     """/info of a thread-per-request target. A request holds one request thread from start to
     end (an async view runs to completion inside it), so every endpoint serves workers x threads
     at once, or without bound when the server makes a thread per request; /cpu-pool is also
-    bounded by the worker's pool processes, the database endpoints by its connections (D):
-    a request holds its thread and a connection, so a thread per request serves D."""
+    bounded by the worker's pool processes, /executor by a shared executor's threads (E)
+    where the worker has one, the database endpoints by its connections (D): a request holds
+    its thread and a connection, so a thread per request serves D."""
     w, t, p, d = worker.workers, worker.threads, worker.pool_processes, worker.db.size
+    e = worker.executor_threads
     slots = None if t is None else w * t
-    capacity: dict[str, int | None] = {e.name: slots for e in load().bench_endpoints()}
+    capacity: dict[str, int | None] = {ep.name: slots for ep in load().bench_endpoints()}
     capacity["cpu-pool"] = w * min(t or p, p)
+    if worker.executor is not None:  # one pool for the worker's requests: E at most
+        capacity["executor"] = w * min(t or e, e)
     for name in ("db", "db-blocking", "db-rows"):  # /db-blocking is /db: no loop to block
         capacity[name] = w * (d if t is None else min(t, d))
     return {

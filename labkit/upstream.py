@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 
 import aiohttp
 import httpx
@@ -59,6 +60,20 @@ def _check(status: int) -> int:
 
 
 # --- asyncio (ASGI targets) -------------------------------------------------------------
+
+
+@asynccontextmanager
+async def session_for(worker: object) -> AsyncIterator[aiohttp.ClientSession]:
+    """The worker's session (labkit.eventloop's, on its event loop), or where the worker has
+    none, one for this request, closed at its end: under WSGI an async view runs on an event
+    loop made for that one request (asgiref's async_to_sync), where no session of the
+    worker's can be used."""
+    session = getattr(worker, "session", None)
+    if session is not None:
+        yield session
+        return
+    async with open_session() as session:
+        yield session
 
 
 def open_session() -> aiohttp.ClientSession:

@@ -21,6 +21,12 @@ NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")  # a folder name that is also a Pytho
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules")
 
 
+# The step the conformance suite checks (tests/conformance/test_capacity_table.py).
+CAPACITY_STEP = """a row per profile in CONTRACT.md's capacity tables (the sleeps' and CPU's,
+     the database's: each capacity a formula of /info's W, T, E, P, D) and one in
+     README's pools table: `{name} / PROFILE | ...`, as `curl localhost:8000/info` says"""
+
+
 class ScaffoldError(Exception):
     """A name that cannot be used; the message says why and what can."""
 
@@ -56,13 +62,13 @@ next steps:
      endpoints' work, /info and serving stay node/kit's (see README, "Adding a framework")
   2. set `framework` in {rel}/{MANIFEST} (the package's name; app.js passes it and its
      version to main), `concurrency` (one line) and the profiles' descriptions; then
-     `just docs` writes it into README's targets table, and CONTRACT.md's capacity tables
-     and README's pools table need its row
+     `just docs` writes it into README's targets table
   3. add the dependency: cd node && PATH=$PWD/../.tools/node/bin:$PATH npm install
      --save-exact PACKAGE   (then commit node/package.json + node/package-lock.json)
   4. try it: just serve {name}        (then curl 'localhost:8000/info')
-  5. its conformance tests: just test-target {name}
-  6. everything: just test"""
+  5. {CAPACITY_STEP.format(name=name)}
+  6. its conformance tests: just test-target {name}
+  7. everything: just test"""
     return f"""created {rel}/ (a copy of python/{like}/)
 next steps:
   1. edit {rel}/app.py: your framework's routing, `def` handler, lifespan and error
@@ -72,8 +78,9 @@ next steps:
      profiles' commands; then `just docs` writes it into README's targets table
   3. add the dependency: .tools/uv/bin/uv add PACKAGE   (then commit pyproject.toml + uv.lock)
   4. try it: just serve {name}        (then curl 'localhost:8000/info')
-  5. its conformance tests: just test-target {name}
-  6. everything: just test"""
+  5. {CAPACITY_STEP.format(name=name)}
+  6. its conformance tests: just test-target {name}
+  7. everything: just test"""
 
 
 def run(args: argparse.Namespace) -> int:

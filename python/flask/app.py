@@ -4,10 +4,9 @@ request. Views parse their query with labkit.params (400 through an error handle
 endpoints' work is labkit's.
 
 Per-worker resources (process pool, HTTP client, fan-out threads, the database pool) are
-made when a worker
-starts, never at import: gunicorn's hooks in gunicorn.conf.py call start()/stop(), granian
-calls the factory granian_app(), and the dev server (`python app.py`) calls them around
-app.run."""
+made when a worker starts, never at import: gunicorn's hooks (labkit.gunicorn_hooks, shared
+by the WSGI targets) call start()/stop(), granian calls the factory granian_app(), and the
+dev server (`python app.py`) calls them around app.run."""
 
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ def stop(wait_for_pool: bool = True) -> None:
 
 def granian_app() -> Flask:
     """granian's --factory target: each granian worker calls it in its main thread as it
-    starts (for granian what gunicorn.conf.py's post_worker_init is for gunicorn). The
+    starts (for granian what labkit.gunicorn_hooks' post_worker_init is for gunicorn). The
     worker's resources end with its process: granian has no worker-exit hook for WSGI."""
     app.extensions["lab"] = threaded.start_granian("flask")
     return app
@@ -47,7 +46,9 @@ def granian_app() -> Flask:
 
 def worker() -> threaded.Worker:
     if "lab" not in app.extensions:
-        raise RuntimeError("worker not started: run gunicorn -c gunicorn.conf.py, or granian_app")
+        raise RuntimeError(
+            "worker not started: run gunicorn -c python:labkit.gunicorn_hooks, or granian_app"
+        )
     return app.extensions["lab"]  # type: ignore[no-any-return]
 
 

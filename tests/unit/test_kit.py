@@ -4,10 +4,16 @@ the /info parts found from the process."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -15,7 +21,7 @@ from lab import ROOT
 from lab.contract import load
 from lab.targets import load as load_target
 from lab.tools import scaffold
-from labkit import errors, info, params, upstream
+from labkit import asgi, errors, info, params, upstream, wsgi
 from labkit.params import BadParam
 
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit
@@ -109,6 +115,120 @@ def test_refusal() -> None:
         assert errors.refusal(method, "/nope") == ({"error": "not found", "path": "/nope"}, 404, {})
 
 
+def test_refusal_answer_is_what_both_middlewares_send() -> None:
+    assert errors.refusal_answer("GET", "/sync") is None
+    status, headers, content = errors.refusal_answer("OPTIONS", "/sync")  # type: ignore[misc]
+    assert status == "405 Method Not Allowed"
+    assert json.loads(content) == {"error": "method not allowed", "method": "OPTIONS"}
+    assert headers == [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(content))),
+        ("Allow", "GET"),
+    ]
+    assert errors.refusal_answer("GET", "/sync/")[0] == "404 Not Found"  # type: ignore[index]
+
+
+def wsgi_call(app: Any, method: str, path: str) -> tuple[str, dict[str, str], bytes]:
+    seen: list[Any] = []
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path.encode().decode("latin-1")}
+    body = b"".join(app(environ, lambda status, headers: seen.extend([status, headers])))
+    return seen[0], dict(seen[1]), body
+
+
+def asgi_call(app: Any, method: str, path: str) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app({"type": "http", "method": method, "path": path}, receive, send))
+    return sent
+
+
+def test_get_only_under_wsgi_and_asgi() -> None:
+    """Both middlewares answer 404/405 the same way before the app, and pass the rest on."""
+
+    def wsgi_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        start_response("200 OK", [])
+        return [b"app"]
+
+    async def asgi_app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+    w, a = wsgi.GetOnly(wsgi_app), asgi.GetOnly(asgi_app)
+    assert wsgi_call(w, "GET", "/hello") == ("200 OK", {}, b"app")
+    assert asgi_call(a, "GET", "/hello")[0]["status"] == 200
+    status, headers, body = wsgi_call(w, "POST", "/hello")
+    assert (status, headers["Allow"], json.loads(body)["method"]) == (
+        "405 Method Not Allowed",
+        "GET",
+        "POST",
+    )
+    start, sent = asgi_call(a, "POST", "/hello")
+    assert start["status"] == 405 and (b"allow", b"GET") in start["headers"]
+    assert json.loads(sent["body"]) == json.loads(body)
+    status, headers, body = wsgi_call(w, "HEAD", "/héllo")  # WSGI's latin-1 path, decoded
+    assert status == "404 Not Found" and body == b""  # HEAD: the headers only
+    assert int(headers["Content-Length"]) == len(json.dumps(errors.not_found("/héllo")))
+    assert asgi_call(a, "HEAD", "/héllo")[1]["body"] == b""
+
+
+def test_lifespan_enters_the_resources_for_an_app_without_one() -> None:
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def resources() -> AsyncIterator[None]:
+        events.append("open")
+        yield
+        events.append("close")
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise ValueError("no lifespan here")  # Django's ASGIHandler refuses it so
+
+    async def run(wrapped: Any) -> list[str]:
+        incoming = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+        sent: list[str] = []
+
+        async def receive() -> Any:
+            return next(incoming)
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message["type"])
+
+        await wrapped({"type": "lifespan"}, receive, send)
+        return sent
+
+    lifespan = asgi.Lifespan(app, resources)
+    assert asyncio.run(run(lifespan)) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert events == ["open", "close"]
+
+    @asynccontextmanager
+    async def broken() -> AsyncIterator[None]:
+        raise RuntimeError("no pool")
+        yield
+
+    assert asyncio.run(run(asgi.Lifespan(app, broken))) == ["lifespan.startup.failed"]
+
+
+def test_an_async_view_without_the_workers_session_gets_its_own() -> None:
+    """Under WSGI an async view runs on an event loop of its own: a session for the request."""
+
+    async def run() -> tuple[bool, bool]:
+        theirs = upstream.open_session()
+        async with upstream.session_for(SimpleNamespace(session=theirs)) as session:
+            same = session is theirs
+        async with upstream.session_for(SimpleNamespace()) as session:
+            own = session is not theirs
+        closed = session.closed
+        await theirs.close()
+        return same and own, closed
+
+    assert asyncio.run(run()) == (True, True)
+
+
 def test_graceful_timeout_from_the_command_line() -> None:
     assert info.graceful_timeout_s("uvicorn", ["app:app", "--timeout-graceful-shutdown", "3"]) == 3
     assert info.graceful_timeout_s("uvicorn", ["app:app"]) is None  # waits for every request
@@ -131,7 +251,9 @@ def test_scaffold_copies_a_kit_target(tmp_path: Path) -> None:
     assert (folder / "app.py").read_text() == (ROOT / "python/starlette/app.py").read_text()
     target = load_target(folder / "target.toml")
     assert target.name == "mine" and target.default_profile == "uvicorn"
-    assert "just test-target mine" in scaffold.next_steps("mine", "starlette", folder)
+    steps = scaffold.next_steps("mine", "starlette", folder)
+    assert "just test-target mine" in steps
+    assert "CONTRACT.md's capacity tables" in steps and "`mine / PROFILE |" in steps
 
 
 def test_scaffold_copies_a_node_target(tmp_path: Path) -> None:
@@ -141,6 +263,7 @@ def test_scaffold_copies_a_node_target(tmp_path: Path) -> None:
     assert target.name == "mine" and target.language == "node" and "cluster" in target.profiles
     steps = scaffold.next_steps("mine", "express", folder, "node")
     assert "app.js" in steps and "npm install" in steps and "just test-target mine" in steps
+    assert "CONTRACT.md's capacity tables" in steps and "README's pools table" in steps
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,10 @@ object and capacities for each worker model. Against a real server: tests/confor
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -110,6 +112,29 @@ def test_psycopg_settings_keep_the_urls_options() -> None:
     assert theirs["options"] == "-c search_path=lab -c statement_timeout=15000"
 
 
+def test_connect_params_for_a_framework_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Django's DATABASES: the URL's libpq parameters with every connection's settings, the
+    autocommit left to the framework; nothing without DATABASE_URL; the pool's options."""
+    monkeypatch.setenv("LAB_TARGET", "django")
+    monkeypatch.delenv("DB_POOL", raising=False)
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u:pw@127.0.0.1:5/d")
+    assert db.connect_params("django") == {
+        "user": "u",
+        "password": "pw",
+        "host": "127.0.0.1",
+        "port": "5",
+        "dbname": "d",
+        "application_name": f"lab django {os.getpid()}",
+        "connect_timeout": 2,
+        "options": "-c statement_timeout=15000",
+    }
+    assert db.pool_options() == {"timeout": 15.0}  # psycopg_pool's own sizes
+    monkeypatch.setenv("DB_POOL", "3")
+    assert db.pool_options() == {"min_size": 3, "max_size": 3, "timeout": 15.0}
+    monkeypatch.setenv("DATABASE_URL", "")
+    assert db.connect_params("django") == {}
+
+
 def test_database_error_is_the_contracts_503() -> None:
     error = db.DatabaseError("no pooled connection within 15 s")
     assert error.status == 503
@@ -158,6 +183,20 @@ def test_unset_url_async(monkeypatch: pytest.MonkeyPatch) -> None:
         db.sleep_sync(blocking, 10, "db-blocking")
 
 
+@pytest.mark.usefixtures("no_database")
+def test_a_frameworks_own_pool_is_named_and_never_made_without_a_url() -> None:
+    made = []
+    driver = ("django.db.backends.postgresql + psycopg_pool", "5.2")
+    pool = db.open_sync("django", pool=made.append, driver=driver)  # type: ignore[arg-type]
+    assert made == []  # DATABASE_URL unset: the framework's pool is not even made
+    assert (pool.driver, pool.version, pool.size, pool.error) == (
+        *driver,
+        4,
+        "DATABASE_URL is not set",
+    )
+    assert db.info(pool)["blocking"] == "same as /db"
+
+
 def refused_url() -> str:
     return f"postgresql://postgres@127.0.0.1:{server.free_port()}/postgres"  # nothing listens
 
@@ -175,11 +214,14 @@ def test_refused_async(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("no_database")
-def test_refused_sync(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("own", [False, True], ids=["kit's pool", "framework's pool"])
+def test_refused_sync(monkeypatch: pytest.MonkeyPatch, own: bool) -> None:
     url = refused_url()
     monkeypatch.setenv("DATABASE_URL", url)
+    made: list[str] = []
     started = time.monotonic()
-    pool = db.open_sync("flask")
+    pool = db.open_sync("flask", pool=made.append if own else None)  # type: ignore[arg-type]
+    assert made == []  # the probe failed first: a framework's pool is not made either
     took = time.monotonic() - started
     assert took < db.CONNECT_TIMEOUT_S + 1.5, took  # the pool's wait, then one plain attempt
     assert pool.handle is None
@@ -233,6 +275,50 @@ def test_threaded_capacity(workers: int, threads: int | None, size: int, capacit
         "blocking_pool": size,
         "blocking": "same as /db",
     }
+
+
+@pytest.mark.parametrize(
+    ("threads", "executor", "capacity"),
+    [
+        (1, 6, 2),  # gunicorn sync workers: one request per worker
+        (4, 6, 8),  # gthread: the request threads
+        (8, 6, 12),  # more threads than the shared executor: E per worker
+        (None, 6, 12),  # a thread per request: the shared executor
+    ],
+)
+def test_threaded_shared_executor(threads: int | None, executor: int, capacity: int) -> None:
+    """Django under WSGI: /executor hands its work to one pool per worker (E threads)."""
+    worker = dataclasses.replace(
+        threaded_worker(2, threads, 4),
+        executor_threads=executor,
+        executor=ThreadPoolExecutor(executor),
+    )
+    body = threaded.info("django", worker, server_name="gunicorn")
+    assert body["capacity"]["executor"] == capacity
+    per_request = threaded.info("flask", threaded_worker(2, threads, 4), server_name="gunicorn")
+    assert per_request["capacity"]["executor"] == (None if threads is None else 2 * threads)
+    assert worker.executor is not None
+    worker.executor.shutdown()
+
+
+def test_eventloop_thread_per_def_view_and_its_own_sync_pool() -> None:
+    """Django under ASGI: a thread per `def` view (sync_threads None), /db through the
+    framework's own sync pool, so /db-blocking is /db."""
+    worker = eventloop.Worker(
+        executor_threads=6,
+        sync_threads=None,
+        pool_processes=2,
+        pool=None,  # type: ignore[arg-type]
+        session=None,  # type: ignore[arg-type]
+        db=pool(4, sync=True),
+        db_blocking=None,
+    )
+    body = eventloop.info("django", worker, workers=2, server_name="uvicorn")
+    assert body["threads"] is None
+    capacity = body["capacity"]
+    assert (capacity["sync"], capacity["blocking"], capacity["executor"]) == (None, 2, 12)
+    assert capacity["db"] == capacity["db-blocking"] == capacity["db-rows"] == 8
+    assert body["database"]["blocking"] == "same as /db"
 
 
 @pytest.mark.parametrize(("workers", "size"), [(1, 10), (2, 10), (3, 4)])
