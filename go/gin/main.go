@@ -27,15 +27,15 @@ func router(a *kit.App) (*gin.Engine, error) {
 	}
 	r := gin.New()
 	r.Use(gin.CustomRecovery(func(c *gin.Context, _ any) {
-		c.AbortWithStatusJSON(http.StatusInternalServerError, kit.InternalError())
+		c.AbortWithStatusJSON(http.StatusInternalServerError, a.InternalError())
 	}))
 	r.RedirectTrailingSlash = false // "/hello/" is an unknown path: 404, not a redirect
 	r.HandleMethodNotAllowed = true // another method on a route's path: NoMethod with Allow: GET
 	r.NoRoute(func(c *gin.Context) {
-		c.JSON(http.StatusNotFound, kit.NotFound(c.Request.URL.Path))
+		c.JSON(http.StatusNotFound, a.NotFound(c.Request.URL.Path))
 	})
 	r.NoMethod(func(c *gin.Context) { // HEAD and OPTIONS too: Gin routes them like any method
-		c.JSON(http.StatusMethodNotAllowed, kit.MethodNotAllowed(c.Request.Method))
+		c.JSON(http.StatusMethodNotAllowed, a.MethodNotAllowed(c.Request.Method))
 	})
 	for _, e := range endpoints {
 		r.GET(e.Path, handle(e))

@@ -31,9 +31,9 @@ func handler(a *kit.App) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return recoverJSON(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return recoverJSON(a, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; path.Clean(p) != strings.TrimSuffix(p, "/") && p != "/" {
-			writeJSON(w, http.StatusNotFound, kit.NotFound(p))
+			writeJSON(w, http.StatusNotFound, a.NotFound(p))
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -51,12 +51,12 @@ func newMux(a *kit.App) (*http.ServeMux, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, kit.NotFound(r.URL.Path))
+		writeJSON(w, http.StatusNotFound, a.NotFound(r.URL.Path))
 	})
 	for _, e := range endpoints {
 		mux.HandleFunc("GET "+e.Path, handle(e))
-		mux.HandleFunc("HEAD "+e.Path, methodNotAllowed)
-		mux.HandleFunc(e.Path, methodNotAllowed)
+		mux.HandleFunc("HEAD "+e.Path, methodNotAllowed(a))
+		mux.HandleFunc(e.Path, methodNotAllowed(a))
 	}
 	return mux, nil
 }
@@ -75,9 +75,11 @@ func handle(e kit.Endpoint) http.HandlerFunc {
 	}
 }
 
-func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Allow", kit.Allow)
-	writeJSON(w, http.StatusMethodNotAllowed, kit.MethodNotAllowed(r.Method))
+func methodNotAllowed(a *kit.App) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", kit.Allow)
+		writeJSON(w, http.StatusMethodNotAllowed, a.MethodNotAllowed(r.Method))
+	}
 }
 
 // writeJSON answers body as JSON; for HEAD, net/http sends the headers only.
@@ -91,7 +93,7 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 
 // recoverJSON answers a handler's panic with 500 JSON (net/http alone would drop the
 // connection) and logs it with its stack.
-func recoverJSON(next http.Handler) http.Handler {
+func recoverJSON(a *kit.App, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			err := recover()
@@ -102,7 +104,7 @@ func recoverJSON(next http.Handler) http.Handler {
 				panic(err) // net/http's own way to abort a response: let it do so
 			}
 			log.Printf("panic serving %s %s: %v\n%s", r.Method, r.URL, err, debug.Stack())
-			writeJSON(w, http.StatusInternalServerError, kit.InternalError())
+			writeJSON(w, http.StatusInternalServerError, a.InternalError())
 		}()
 		next.ServeHTTP(w, r)
 	})

@@ -8,16 +8,14 @@
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import express from "express";
-import { ALLOW, internalError, methodNotAllowed, notFound } from "../kit/kit.js";
+import { ALLOW } from "../kit/kit.js";
 import { main } from "../kit/serve.js";
 
 const { version } = createRequire(import.meta.url)("express/package.json");
 
-function notAllowed(req, res) {
-  res.set("Allow", ALLOW).status(405).json(methodNotAllowed(req.method));
-}
-
 export function router(app) {
+  const notAllowed = (req, res) =>
+    res.set("Allow", ALLOW).status(405).json(app.methodNotAllowed(req.method));
   const server = express();
   server.set("case sensitive routing", true);
   server.set("strict routing", true);
@@ -34,10 +32,10 @@ export function router(app) {
     });
     server.all(e.path, notAllowed);
   }
-  server.use((req, res) => res.status(404).json(notFound(req.path)));
+  server.use((req, res) => res.status(404).json(app.notFound(req.path)));
   server.use((err, req, res, _next) => {
     console.error(`${req.method} ${req.originalUrl}:`, err);
-    res.status(500).json(internalError());
+    res.status(500).json(app.internalError());
   });
   return createServer(server);
 }

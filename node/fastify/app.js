@@ -8,16 +8,14 @@
 import { METHODS, createServer } from "node:http";
 import { createRequire } from "node:module";
 import Fastify from "fastify";
-import { ALLOW, internalError, methodNotAllowed, notFound } from "../kit/kit.js";
+import { ALLOW } from "../kit/kit.js";
 import { main } from "../kit/serve.js";
 
 const { version } = createRequire(import.meta.url)("fastify/package.json");
 
-async function notAllowed(req, reply) {
-  return reply.code(405).header("Allow", ALLOW).send(methodNotAllowed(req.method));
-}
-
 async function router(app) {
+  const notAllowed = async (req, reply) =>
+    reply.code(405).header("Allow", ALLOW).send(app.methodNotAllowed(req.method));
   let server;
   const fastify = Fastify({
     serverFactory: (handler) => (server = createServer(handler)), // the kit serves it
@@ -49,14 +47,14 @@ async function router(app) {
     fastify.route({ method: others, url: e.path, onRequest: notAllowed, handler: notAllowed });
   }
   fastify.setNotFoundHandler(async (req, reply) =>
-    reply.code(404).send(notFound(req.raw.url.split("?")[0])),
+    reply.code(404).send(app.notFound(req.raw.url.split("?")[0])),
   );
   fastify.setErrorHandler(async (err, req, reply) => {
     if (err.statusCode && err.statusCode < 500) {
       return reply.code(err.statusCode).send({ error: err.message });
     }
     console.error(`${req.method} ${req.url}:`, err);
-    return reply.code(500).send(internalError());
+    return reply.code(500).send(app.internalError());
   });
   await fastify.ready();
   return server;

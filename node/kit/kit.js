@@ -5,7 +5,7 @@
 //   for (const e of app.endpoints) ...        // every contract endpoint, in contract order
 //   const [req, bad] = e.bind(rawQuery, id)   // the query (strict grammar; bad: the 400 body)
 //   const [status, body] = await e.serve(req)
-//   notFound(path), methodNotAllowed(method), ALLOW, internalError()
+//   app.notFound(path), app.methodNotAllowed(method), ALLOW, app.internalError()
 //
 // Concurrency model (CONTRACT.md): one event loop per process. /async, /gather, /sequential
 // wait on timers; /sync and /blocking block the loop (Node has no synchronous handler that
@@ -37,10 +37,7 @@ export function intEnv(name, fallback) {
   return Number(raw);
 }
 
-export const notFound = (path) => ({ error: "not found", path });
-export const methodNotAllowed = (method) => ({ error: "method not allowed", method });
-export const internalError = () => ({ error: "internal error" });
-export const ALLOW = "GET";
+export const ALLOW = "GET"; // the Allow header of a 405: the contract serves GET only
 
 export class App {
   // contract: loadContract(); config: {framework, frameworkVersion, workers}.
@@ -236,6 +233,19 @@ export class App {
       return this.dbError(err.message);
     }
     return undefined;
+  }
+
+  // The contract's error bodies that are not about a parameter (x-lab.errors templates).
+  notFound(path) {
+    return { error: this.contract.error("not-found"), path };
+  }
+
+  methodNotAllowed(method) {
+    return { error: this.contract.error("method-not-allowed"), method };
+  }
+
+  internalError() {
+    return { error: this.contract.error("internal") };
   }
 
   // The contract's 503 body (x-lab.errors.database) with the failure's words on one line.

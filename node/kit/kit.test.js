@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { loadContract, splitQuery } from "./contract.js";
-import { worldId } from "./kit.js";
+import { App, worldId } from "./kit.js";
 import { fnv1a } from "./work.js";
 
 const contract = loadContract();
@@ -75,4 +75,22 @@ test("a query splits on & only, keeping a bad escape as written", () => {
     d: ["%zz"],
     e: ["1;f=2"],
   });
+});
+
+test("the error bodies are the contract's templates, not copies of them", () => {
+  const templates = Object.entries(contract.ext.errors).map(([k, v]) => [k, `changed: ${v}`]);
+  const changed = Object.assign(Object.create(contract), {
+    ext: { ...contract.ext, errors: Object.fromEntries(templates) },
+  });
+  const app = { contract: changed };
+  const bodies = {
+    notFound: [App.prototype.notFound.call(app, "/x"), { error: "changed: not found", path: "/x" }],
+    methodNotAllowed: [
+      App.prototype.methodNotAllowed.call(app, "PUT"),
+      { error: "changed: method not allowed", method: "PUT" },
+    ],
+    internalError: [App.prototype.internalError.call(app), { error: "changed: internal error" }],
+    dbError: [App.prototype.dbError.call(app, "down"), [503, { error: "changed: database: down" }]],
+  };
+  for (const [name, [got, want]] of Object.entries(bodies)) assert.deepEqual(got, want, name);
 });

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -36,6 +37,7 @@ type Endpoint struct {
 	MaxServiceMS int
 	Summary      string
 	Params       []Param
+	errors       Errors // the contract's message templates: Parse's 400 bodies
 }
 
 // Bench reports whether /info must give a capacity for the endpoint.
@@ -57,6 +59,26 @@ type Contract struct {
 	Endpoints []Endpoint
 	Dir       string // directory of openapi.json
 	Ext       map[string]any
+	Errors    Errors // x-lab.errors: every error body's message
+}
+
+// Errors are the contract's message templates (x-lab.errors) by kind: "{name}" and the
+// like are filled in by Message.
+type Errors map[string]string
+
+// ErrorKinds are the templates a kit needs; Decode refuses a contract without one.
+var ErrorKinds = []string{
+	"repeated", "grammar", "bounds", "max-service", "max-service-param",
+	"not-found", "method-not-allowed", "internal", "database",
+}
+
+var placeholder = regexp.MustCompile(`\{(\w+)\}`)
+
+// Message is the template of kind with its {placeholders} filled in from values.
+func (t Errors) Message(kind string, values map[string]any) string {
+	return placeholder.ReplaceAllStringFunc(t[kind], func(m string) string {
+		return fmt.Sprint(values[m[1:len(m)-1]])
+	})
 }
 
 // Endpoint returns the endpoint named name (its operationId).
@@ -227,7 +249,22 @@ func Decode(raw []byte) (*Contract, error) {
 	if err := json.Unmarshal(doc.Paths, &items); err != nil {
 		return nil, fmt.Errorf("paths: %w", err)
 	}
-	c := &Contract{Version: doc.Info.Version, Ext: doc.XLab}
+	var xlab struct {
+		Errors Errors `json:"errors"`
+	}
+	if err := json.Unmarshal(raw, &struct {
+		XLab *struct {
+			Errors Errors `json:"errors"`
+		} `json:"x-lab"`
+	}{&xlab}); err != nil {
+		return nil, fmt.Errorf("x-lab.errors: %w", err)
+	}
+	for _, kind := range ErrorKinds {
+		if _, ok := xlab.Errors[kind]; !ok {
+			return nil, fmt.Errorf("x-lab.errors: no %q template", kind)
+		}
+	}
+	c := &Contract{Version: doc.Info.Version, Ext: doc.XLab, Errors: xlab.Errors}
 	seen := map[string]bool{}
 	for _, path := range paths {
 		for method, op := range items[path] {
@@ -245,6 +282,7 @@ func Decode(raw []byte) (*Contract, error) {
 				Kind:    op.XLab.Kind,
 				Service: op.XLab.Service,
 				Summary: op.Summary,
+				errors:  xlab.Errors,
 			}
 			if e.Kind == "" {
 				e.Kind = "meta"

@@ -58,10 +58,42 @@ func TestLabContractEnv(t *testing.T) {
 	}
 }
 
+// xlabErrors is a document's x-lab with every template Decode requires.
+const xlabErrors = `"x-lab":{"errors":{"repeated":"r","grammar":"g","bounds":"b","max-service":"m",` +
+	`"max-service-param":"n","not-found":"nf","method-not-allowed":"mna","internal":"i","database":"d"}}`
+
+func TestDecodeNeedsEveryErrorTemplate(t *testing.T) {
+	ok := `{"info":{"version":"1"},` + xlabErrors + `,"paths":{}}`
+	if _, err := Decode([]byte(ok)); err != nil {
+		t.Fatalf("every template given: %v", err)
+	}
+	missing := strings.Replace(ok, `"internal":"i",`, "", 1)
+	if _, err := Decode([]byte(missing)); err == nil || !strings.Contains(err.Error(), `"internal"`) {
+		t.Fatalf("no internal template: %v; want an error naming it", err)
+	}
+}
+
+// Parse's 400 bodies are the contract's templates, not copies of them.
+func TestParseFollowsTheTemplates(t *testing.T) {
+	e, _ := MustLoad().Endpoint("sequential")
+	e.errors = Errors{"repeated": "R {name}", "grammar": "G {name}", "bounds": "B {name} {minimum}-{maximum}",
+		"max-service": "M {max_service_ms}", "max-service-param": "n"}
+	for query, want := range map[string]BadParam{
+		"ms=1&ms=2":      {"R ms", "ms"},
+		"ms=x":           {"G ms", "ms"},
+		"n=0":            {"B n 1-100", "n"},
+		"ms=10000&n=100": {"M 10000", "n"},
+	} {
+		if _, bad := e.Parse(NewQuery(query)); bad == nil || *bad != want {
+			t.Errorf("%s: %+v; want %+v", query, bad, want)
+		}
+	}
+}
+
 func TestParseBadDocument(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "openapi.json")
-	doc := `{"info":{"version":"1"},"paths":{"/x":{"get":{"operationId":"x","parameters":[{"$ref":"#/components/parameters/nope"}]}}}}`
+	doc := `{"info":{"version":"1"},` + xlabErrors + `,"paths":{"/x":{"get":{"operationId":"x","parameters":[{"$ref":"#/components/parameters/nope"}]}}}}`
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +113,7 @@ func TestDecodeMaxServiceMS(t *testing.T) {
 		t.Errorf("gather has no cap in the contract, got %d", e.MaxServiceMS)
 	}
 	// A cap on an expression that is not a product of the params is a broken contract.
-	doc := `{"info":{"version":"1"},"paths":{"/x":{"get":{"operationId":"x","x-lab":{"kind":"cpu","service":"calibrated","max_service_ms":5}}}}}`
+	doc := `{"info":{"version":"1"},` + xlabErrors + `,"paths":{"/x":{"get":{"operationId":"x","x-lab":{"kind":"cpu","service":"calibrated","max_service_ms":5}}}}}`
 	if _, err := Decode([]byte(doc)); err == nil {
 		t.Fatal("max_service_ms on a calibrated service accepted")
 	}

@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"fmt"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -58,29 +57,32 @@ func (e Endpoint) Parse(q Query) (Values, *BadParam) {
 		case !ok:
 			continue
 		case len(raw) > 1:
-			return nil, &BadParam{p.Name + " must be given once", p.Name}
+			return nil, e.bad("repeated", p.Name, nil)
 		case !integer.MatchString(raw[0]):
-			return nil, &BadParam{p.Name + " must be an integer without sign or leading zeros", p.Name}
+			return nil, e.bad("grammar", p.Name, nil)
 		}
 		n, _ := strconv.Atoi(raw[0]) // at most 9 digits: always fits
 		if n < p.Min || n > p.Max {
-			return nil, &BadParam{fmt.Sprintf("%s must be between %d and %d", p.Name, p.Min, p.Max), p.Name}
+			return nil, e.bad("bounds", p.Name, map[string]any{"minimum": p.Min, "maximum": p.Max})
 		}
 		v[p.Name] = n
 	}
 	if e.MaxServiceMS > 0 {
 		if total, _ := e.ServiceMS(v); total > e.MaxServiceMS {
-			terms := strings.Split(e.Service, "*")
-			for i := range terms {
-				terms[i] = strings.TrimSpace(terms[i])
-			}
-			return nil, &BadParam{
-				fmt.Sprintf("%s must be at most %d", strings.Join(terms, " * "), e.MaxServiceMS),
-				firstParam(e, terms),
-			}
+			values := map[string]any{"max_service_ms": e.MaxServiceMS}
+			return nil, e.bad("max-service", e.errors["max-service-param"], values)
 		}
 	}
 	return v, nil
+}
+
+// bad is the 400 body of the contract's template `kind` for parameter name.
+func (e Endpoint) bad(kind, name string, values map[string]any) *BadParam {
+	filled := map[string]any{"name": name}
+	for k, v := range values {
+		filled[k] = v
+	}
+	return &BadParam{e.errors.Message(kind, filled), name}
 }
 
 func (e Endpoint) defaults() Values {
@@ -106,16 +108,6 @@ func (e Endpoint) ServiceMS(v Values) (ms int, ok bool) {
 		}
 	}
 	return ms, true
-}
-
-// firstParam names the parameter a cap error points at: the first one in the expression.
-func firstParam(e Endpoint, terms []string) string {
-	for _, t := range terms {
-		if _, ok := e.Param(t); ok {
-			return t
-		}
-	}
-	return ""
 }
 
 // RequestIDHeader is the header a request may carry and every upstream call it makes repeats.

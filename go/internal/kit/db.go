@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -117,12 +116,6 @@ func (d *database) withConn(ctx context.Context, f func(context.Context, *pgxpoo
 	return nil
 }
 
-// dbError is the contract's 503 body (x-lab.errors.database), on one line: pgx lists
-// each connection attempt on a line of its own.
-func dbError(err error) map[string]string {
-	return map[string]string{"error": "database: " + strings.Join(strings.Fields(err.Error()), " ")}
-}
-
 // dbSleep is /db and /db-blocking: one query that waits ms inside the database.
 func (a *App) dbSleep(ctx context.Context, e contract.Endpoint, r Request) (int, any) {
 	ms := r.Values["ms"]
@@ -131,7 +124,7 @@ func (a *App) dbSleep(ctx context.Context, e contract.Endpoint, r Request) (int,
 		return err
 	})
 	if err != nil {
-		return http.StatusServiceUnavailable, dbError(err)
+		return http.StatusServiceUnavailable, a.dbError(err)
 	}
 	return http.StatusOK, map[string]any{"endpoint": e.Name, "pid": a.Pid, "ms": ms}
 }
@@ -157,7 +150,7 @@ func (a *App) dbRows(ctx context.Context, e contract.Endpoint, r Request) (int, 
 		return nil
 	})
 	if err != nil {
-		return http.StatusServiceUnavailable, dbError(err)
+		return http.StatusServiceUnavailable, a.dbError(err)
 	}
 	return http.StatusOK, map[string]any{"endpoint": e.Name, "pid": a.Pid, "n": n, "seed": seed, "checksum": checksum}
 }

@@ -66,7 +66,8 @@ func TestDBFollowsTheContract(t *testing.T) {
 	}
 	errs, _ := testContract.Ext["errors"].(map[string]any)
 	want := strings.Replace(errs["database"].(string), "{reason}", "x", 1)
-	if got := dbError(errString("x"))["error"]; got != want {
+	a := &App{Contract: testContract}
+	if got := a.dbError(errString("x"))["error"]; got != want {
 		t.Errorf("dbError: %q; want %q", got, want)
 	}
 }

@@ -5,7 +5,7 @@
 //	app.Endpoints()           // every contract endpoint with its logic, in contract order
 //	req, bad := e.Bind(r)     // the query (strict grammar, 400 body) and X-Lab-Request-Id
 //	status, body := e.Serve(ctx, req)
-//	kit.NotFound(path), kit.MethodNotAllowed(method), kit.InternalError()
+//	app.NotFound(path), app.MethodNotAllowed(method), app.InternalError()
 //	kit.Main("gin", gin.Version, newRouter)
 //
 // Concurrency model (CONTRACT.md): a goroutine per request; /blocking holds an OS thread

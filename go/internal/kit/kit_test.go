@@ -392,13 +392,34 @@ func TestUpstreamErrors(t *testing.T) {
 }
 
 func TestErrorBodies(t *testing.T) {
+	a := &App{Contract: testContract}
 	for got, want := range map[string]string{
-		mustJSON(NotFound("/nope")):           `{"error":"not found","path":"/nope"}`,
-		mustJSON(MethodNotAllowed("OPTIONS")): `{"error":"method not allowed","method":"OPTIONS"}`,
-		mustJSON(InternalError()):             `{"error":"internal error"}`,
+		mustJSON(a.NotFound("/nope")):           `{"error":"not found","path":"/nope"}`,
+		mustJSON(a.MethodNotAllowed("OPTIONS")): `{"error":"method not allowed","method":"OPTIONS"}`,
+		mustJSON(a.InternalError()):             `{"error":"internal error"}`,
 	} {
 		if got != want {
 			t.Errorf("%s; want %s", got, want)
+		}
+	}
+}
+
+// The bodies are the contract's templates, not copies of them: change one, the body follows.
+func TestErrorBodiesFollowTheTemplates(t *testing.T) {
+	c := *testContract
+	c.Errors = contract.Errors{}
+	for kind, text := range testContract.Errors {
+		c.Errors[kind] = "changed: " + text
+	}
+	a := &App{Contract: &c}
+	for got, want := range map[string]string{
+		a.NotFound("/x")["error"]:             "changed: not found",
+		a.MethodNotAllowed("PUT")["error"]:    "changed: method not allowed",
+		a.InternalError()["error"]:            "changed: internal error",
+		a.dbError(errString("down"))["error"]: "changed: database: down",
+	} {
+		if got != want {
+			t.Errorf("%q; want %q", got, want)
 		}
 	}
 }
