@@ -95,6 +95,11 @@ class CellResult:
     verdict: str = ""
     censored: str = ""  # why the cell could not complete enough requests to be judged
     # timings of the cell
+    # a server that compiles while it runs (/info's jit): its warm-up until its CPU per
+    # request stopped falling (lab.run.warmup), and whether it did within the time allowed
+    warm_up_s: float | None = None
+    warm_up_requests: int | None = None
+    warm_up_steady: bool | None = None
     server_start_s: float | None = None
     server_stop_s: float | None = None
     cell_s: float | None = None

@@ -16,6 +16,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from lab import model
+from lab.record import CellResult
 from lab.report import charts
 from lab.report.figures import Chart, ChartWriter
 from lab.report.format import load_label, load_slug
@@ -132,7 +133,18 @@ def bound_text(g: Group) -> str:
             "(FastAPI's def endpoints, hypercorn's blocked loop: CONTRACT.md) counts one burst "
             "more or less in a cell of a few rounds"
         )
-    return text
+    first = g.ok[0] if g.ok else None
+    return text + (warm_up_text(first) if first else "")
+
+
+def warm_up_text(row: CellResult) -> str:
+    """How long a server that compiles while it runs was warmed up before its calibration."""
+    if row.warm_up_s is None:
+        return ""
+    requests = f"{row.warm_up_requests:,} requests" if row.warm_up_requests else "requests"
+    if row.warm_up_steady:
+        return f" · JIT warm-up {row.warm_up_s:.1f} s ({requests}) until steady"
+    return f" · JIT warm-up {row.warm_up_s:.1f} s ({requests}), still not steady"
 
 
 def results(run: GroupedRun, draw: ChartWriter) -> list[ResultRow]:

@@ -50,28 +50,33 @@ class CalibrationError(RuntimeError):
     pass
 
 
-def _task_ns(pid: int) -> int:
-    total = 0
-    with contextlib.suppress(OSError):
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                total += int((task / "schedstat").read_text().split()[0])
-    return total
+def tree_tasks(pid: int) -> list[Path]:
+    """The /proc task folders of every live thread of pid's process tree."""
+    try:
+        top = psutil.Process(pid)
+        procs = [top, *top.children(recursive=True)]
+    except psutil.Error:
+        return []
+    tasks: list[Path] = []
+    for p in procs:
+        with contextlib.suppress(OSError):
+            tasks.extend(Path(f"/proc/{p.pid}/task").iterdir())
+    return tasks
 
 
 def tree_cpu_s(pid: int) -> tuple[float, float]:
     """CPU time of a process tree so far: (nanosecond-precise over the live threads, tick-
     precise over every thread that ever ran). Threads that ended since the first reading
     show only in the second."""
-    try:
-        top = psutil.Process(pid)
-        procs = [top, *top.children(recursive=True)]
-    except psutil.Error:
-        return 0.0, 0.0
-    return sum(_task_ns(p.pid) for p in procs) / 1e9, cpu_seconds(pid)
+    total = 0
+    for task in tree_tasks(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9, cpu_seconds(pid)
 
 
-def _used(before: tuple[float, float], after: tuple[float, float]) -> float:
+def used_s(before: tuple[float, float], after: tuple[float, float]) -> float:
+    """CPU seconds between two tree_cpu_s readings."""
     precise, ticks = after[0] - before[0], after[1] - before[1]
     # More than two 10 ms ticks apart: threads came and went (a thread per request), so
     # only the coarse count has all of it.
@@ -107,6 +112,56 @@ def cpu_query(endpoint: Endpoint, cell: Cell) -> str:
     return calibration_query(endpoint, cell, WAIT_MS)
 
 
+def send_until(
+    conns: list[probe.Connection],
+    path: str,
+    server_pid: int | None,
+    before: tuple[float, float],
+    cpu_s: float,
+    wall_s: float,
+    min_requests: int,
+) -> int:
+    """Each connection sends path one request after another until the server (its tree_cpu_s
+    `before` the requests) has used cpu_s of CPU or wall_s have passed, min_requests at least
+    (ten times wall_s at most: requests of seconds each); returns how many were answered.
+    A request that is not answered 200 is a CalibrationError."""
+    counts = [0] * len(conns)
+    failed: list[str] = []
+    stop = threading.Event()
+
+    def send(i: int) -> None:
+        try:
+            while not stop.is_set():
+                reply = conns[i].get(path)
+                if reply.status != 200:
+                    failed.append(f"calibration request {path} answered {reply.status}")
+                    return
+                counts[i] += 1
+        except OSError as exc:
+            failed.append(f"calibration request {path} failed: {exc}")
+
+    threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(len(conns))]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    try:
+        while not failed:
+            time.sleep(0.02)
+            used = used_s(before, tree_cpu_s(server_pid)) if server_pid else 0.0
+            elapsed = time.monotonic() - started
+            if sum(counts) >= min_requests and (used >= cpu_s or elapsed >= wall_s):
+                break
+            if elapsed >= wall_s * 10:
+                break  # requests of seconds each: whatever has completed
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    if failed:
+        raise CalibrationError(failed[0])
+    return max(1, sum(counts))
+
+
 def server_cost(
     base: str,
     endpoint: Endpoint,
@@ -127,21 +182,6 @@ def server_cost(
     path = cpu_query(endpoint, cell)
     k = max(1, min(cell.vus, PARALLEL))
     conns = [probe.Connection(base, timeout=60) for _ in range(k)]
-    counts = [0] * k
-    failed: list[str] = []
-    stop = threading.Event()
-
-    def send(i: int) -> None:
-        try:
-            while not stop.is_set():
-                reply = conns[i].get(path)
-                if reply.status != 200:
-                    failed.append(f"calibration request {path} answered {reply.status}")
-                    return
-                counts[i] += 1
-        except OSError as exc:
-            failed.append(f"calibration request {path} failed: {exc}")
-
     try:
         for c in conns:  # a connection's first request pays for lazy set-up
             if c.get(path).status != 200:
@@ -149,30 +189,13 @@ def server_cost(
         srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db0 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
-        threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(k)]
-        started = time.monotonic()
-        for t in threads:
-            t.start()
-        while not failed:
-            time.sleep(0.02)
-            used = _used(srv0, tree_cpu_s(server_pid)) if server_pid else 0.0
-            elapsed = time.monotonic() - started
-            if sum(counts) >= MIN_REQUESTS and (used >= CPU_S or elapsed >= WALL_S):
-                break
-            if elapsed >= WALL_S * 10:
-                break  # requests of seconds each: whatever has completed
-        stop.set()
-        for t in threads:
-            t.join(60)
+        count = send_until(conns, path, server_pid, srv0, CPU_S, WALL_S, MIN_REQUESTS)
         srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up1 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db1 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
-        if failed:
-            raise CalibrationError(failed[0])
-        count = max(1, sum(counts))
-        cpu_ms = _used(srv0, srv1) / count * 1000 if server_pid else None
-        up_ms = _used(up0, up1) / count * 1000 if upstream_pid else None
-        db_ms = _used(db0, db1) / count * 1000 if db_pid else None
+        cpu_ms = used_s(srv0, srv1) / count * 1000 if server_pid else None
+        up_ms = used_s(up0, up1) / count * 1000 if upstream_pid else None
+        db_ms = used_s(db0, db1) / count * 1000 if db_pid else None
         # Both CPUs queue at their own stations in the model: neither is part of Z (the
         # database's, when it is known, is in a lone request's time).
         cpus = (cpu_ms or 0.0) + (db_ms or 0.0)
@@ -183,7 +206,6 @@ def server_cost(
         else:
             overhead, overshoot = _round_trip(conns[0], endpoint, cell, cpus)
     finally:
-        stop.set()
         for c in conns:
             c.__exit__()
     return ServerCost(cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait)

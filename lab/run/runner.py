@@ -27,7 +27,7 @@ from lab.proc import children, interrupt, probe, server
 from lab.proc.database import Database, DatabaseError, DatabaseUnavailable, display_url
 from lab.proc.sampler import Sampler
 from lab.record import CellResult, utc_now
-from lab.run import calibrate, loadgen
+from lab.run import calibrate, loadgen, warmup
 from lab.run.progress import Progress, clock
 from lab.rundir import RunDir
 from lab.targets import find
@@ -352,6 +352,14 @@ class Runner:
         complete)."""
         cell, endpoint, row = attempt.cell, attempt.endpoint, attempt.row
         warm_up(attempt.base, endpoint, cell)
+        if attempt.proc and warmup.compiles_while_running(attempt.info):
+            compilers = warmup.compiler_threads(attempt.info)
+            warmed = warmup.until_steady(attempt.base, endpoint, cell, attempt.proc.pid, compilers)
+            row.update(
+                warm_up_s=round(warmed.seconds, 2),
+                warm_up_requests=warmed.requests,
+                warm_up_steady=warmed.steady,
+            )
         # The model's inputs, on the idle server, and its prediction: before the load.
         demand = self.calibrate(cell, endpoint, attempt.base, attempt.proc, attempt.database)
         prediction = self.predict(cell, endpoint, demand, attempt.info, row)

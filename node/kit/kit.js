@@ -293,6 +293,7 @@ export class App {
       pool_processes: this.threads, // worker threads of the /cpu-pool pool
       worker_cpus: 1, // a process's own work runs on its one event loop (the pool's aside)
       cpus: availableParallelism(),
+      jit: true, // V8 compiles hot code while it serves: the runner warms it up until steady
       capacity,
       database: {
         driver: "pg (node-postgres Pool)",

@@ -442,6 +442,24 @@ def test_bound_text_names_the_number_and_a_flood() -> None:
     )
 
 
+def test_bound_text_says_how_long_a_jit_warmed_up() -> None:
+    from lab.record import CellResult
+    from lab.report.groups import Group
+
+    def cpu(**warm: object) -> str:
+        row = CellResult(cell="jdkhttp/virtual/cpu?n=1000000@vus=50#1", status="ok", rps=900.0,
+                         server_cpu_ms=1.1, bound="server-cpu", predicted_rps=909.0, **warm)  # type: ignore[arg-type]  # fmt: skip
+        return sections.bound_text(Group(row.key, [row]))
+
+    assert "warm-up" not in cpu()
+    assert cpu(warm_up_s=6.43, warm_up_requests=12345, warm_up_steady=True).endswith(
+        " · JIT warm-up 6.4 s (12,345 requests) until steady"
+    )
+    assert cpu(warm_up_s=30.2, warm_up_requests=50000, warm_up_steady=False).endswith(
+        "JIT warm-up 30.2 s (50,000 requests), still not steady"
+    )
+
+
 # --- the database (issue 20) ----------------------------------------------------------------
 
 

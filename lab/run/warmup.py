@@ -1,0 +1,111 @@
+"""Warm-up until steady. A runtime that compiles hot code while it runs (the JVM's HotSpot,
+Node's V8) spends more CPU per request on its first thousands of requests than it will under
+the load: its compilers run meanwhile and its code is not yet compiled. A calibration taken
+then overstates the server's CPU per request (measured: CONTRACT.md, 'Warm-up'). A server
+whose /info says `"jit": true` is therefore sent rounds of the cell's own calibration request
+before it is calibrated, until its CPU per request stops falling and, where /info names its
+compiler threads, they have stopped compiling (a runtime compiles in steps: its cost can be
+flat for a while before the next compilation lowers it). The row records how long that took.
+Other servers get the short warm-up of lab.run.runner.warm_up only."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from lab.matrix import Cell
+from lab.proc import probe
+from lab.run import calibrate
+
+ROUND_CPU_S = 0.25  # a round ends once the server has used this much CPU...
+ROUND_WALL_S = 1.0  # ...or after this long (waits of 1 ms use little CPU)
+ROUND_MIN = 20  # requests at least
+# A round that costs at least (1 - FALL) of the cheapest round before it has not fallen; so
+# many such rounds in a row are the steady state. 5 %: the model's own tolerance.
+FALL = 0.05
+STEADY_ROUNDS = 2
+# A round in which the compiler threads used more than this share of the server's CPU is
+# still compiling, whatever its cost per request.
+COMPILING = 0.05
+MAX_S = 30.0  # a server still falling then is calibrated anyway, and the row says so
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    seconds: float  # wall time of the rounds
+    requests: int
+    steady: bool  # CPU per request stopped falling (and compiling stopped) within MAX_S
+    cpu_ms: tuple[float, ...]  # each round's server CPU per request: the curve
+    compiling: tuple[float, ...] = ()  # each round's share of that CPU in compiler threads
+
+
+def compiles_while_running(info: dict[str, Any]) -> bool:
+    """/info's `jit`: the runtime compiles hot code while it serves (contract, Info)."""
+    return info.get("jit") is True
+
+
+def compiler_threads(info: dict[str, Any]) -> tuple[str, ...]:
+    """/info's `compiler_threads`: the names of the runtime's compiler threads, as /proc
+    shows them (their first 15 characters)."""
+    names = info.get("compiler_threads") or ()
+    return tuple(n[:15] for n in names if isinstance(n, str) and n)
+
+
+def until_steady(
+    base: str, endpoint: Any, cell: Cell, server_pid: int, compilers: tuple[str, ...] = ()
+) -> WarmUp:
+    """Rounds of the cell's calibration request (its own parameters, waits of at most
+    calibrate.WAIT_MS) on min(VUs, calibrate.PARALLEL) kept-alive connections, each round
+    ended by ROUND_CPU_S of server CPU or ROUND_WALL_S, until steady() or MAX_S have passed.
+    compilers: the names of the server's compiler threads, whose share of each round's CPU
+    is read."""
+    path = calibrate.cpu_query(endpoint, cell)
+    k = max(1, min(cell.vus, calibrate.PARALLEL))
+    conns = [probe.Connection(base, timeout=60) for _ in range(k)]
+    curve: list[float] = []
+    compiling: list[float] = []
+    requests = 0
+    started = time.monotonic()
+    try:
+        while not steady(curve, compiling) and time.monotonic() - started < MAX_S:
+            before, named = calibrate.tree_cpu_s(server_pid), _named_s(server_pid, compilers)
+            count = calibrate.send_until(
+                conns, path, server_pid, before, ROUND_CPU_S, ROUND_WALL_S, ROUND_MIN
+            )
+            used = calibrate.used_s(before, calibrate.tree_cpu_s(server_pid))
+            compiled = max(0.0, _named_s(server_pid, compilers) - named)
+            curve.append(used / count * 1000)
+            compiling.append(min(1.0, compiled / used) if used > 0 else 0.0)
+            requests += count
+    finally:
+        for c in conns:
+            c.__exit__()
+    done = steady(curve, compiling)
+    return WarmUp(time.monotonic() - started, requests, done, tuple(curve), tuple(compiling))
+
+
+def steady(curve: list[float], compiling: list[float] | None = None) -> bool:
+    """Whether the last STEADY_ROUNDS rounds each cost at least (1 - FALL) of the cheapest
+    round before it (the CPU per request has stopped falling) and, where the compiler
+    threads' shares are known, none of them spent more than COMPILING compiling."""
+    if len(curve) <= STEADY_ROUNDS:
+        return False
+    last = range(len(curve) - STEADY_ROUNDS, len(curve))
+    if compiling and any(compiling[i] > COMPILING for i in last):
+        return False
+    return all(curve[i] >= (1 - FALL) * min(curve[:i]) for i in last)
+
+
+def _named_s(pid: int, names: tuple[str, ...]) -> float:
+    """CPU seconds so far of the live threads of pid's process tree whose name starts with
+    one of names (0 without names)."""
+    if not names:
+        return 0.0
+    total = 0
+    for task in calibrate.tree_tasks(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if (task / "comm").read_text().strip().startswith(names):
+                total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9

@@ -1,0 +1,125 @@
+"""The warm-up of a server that compiles while it runs: rounds until its CPU per request stops
+falling (lab.run.warmup), checked on a real process whose cost falls after a number of
+requests, as a JIT's does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from lab.contract import load
+from lab.matrix import Cell
+from lab.proc import probe, server
+from lab.run import warmup
+
+pytestmark = pytest.mark.unit
+
+# A server whose every request burns SLOW_MS of CPU until it has answered FAST_AFTER of them,
+# then FAST_MS: a runtime that compiles its hot code in one step after a while. Until then its
+# compiler thread ("C2 CompilerThread0", as HotSpot names it) works 2 ms in every 10.
+FAKE = """
+import ctypes, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+fast_after, slow_ms, fast_ms = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+served = 0
+def compiler():
+    ctypes.CDLL(None).prctl(15, b"C2 CompilerThread0")  # PR_SET_NAME
+    while True:
+        if served <= fast_after:
+            end = time.thread_time() + 0.002
+            while time.thread_time() < end: pass
+        time.sleep(0.008)
+threading.Thread(target=compiler, daemon=True).start()
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        global served
+        served += 1
+        end = time.thread_time() + (slow_ms if served <= fast_after else fast_ms) / 1000
+        while time.thread_time() < end: pass
+        body = b'{"endpoint": "hello"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def fake(fast_after: int, slow_ms: float, fast_ms: float) -> Iterator[tuple[str, int]]:
+    port = server.free_port("127.0.0.1")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FAKE, str(port), str(fast_after), str(slow_ms), str(fast_ms)]
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with probe.Connection(base, timeout=2) as c:
+                    c.get("/hello")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield base, proc.pid
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def hello_cell() -> Cell:
+    return Cell("fake", "jit", "hello", (), 50, None, "3s", 1)
+
+
+def test_steady_needs_rounds_that_stopped_falling() -> None:
+    assert not warmup.steady([])
+    assert not warmup.steady([3.0, 3.0])  # two rounds: nothing to compare the last two with
+    assert warmup.steady([3.0, 3.0, 3.0])
+    assert not warmup.steady([3.0, 2.0, 1.0])  # still falling
+    assert not warmup.steady([3.0, 3.0, 1.0])  # the last round fell
+    assert not warmup.steady([3.0, 1.0, 1.0])  # only one flat round after the fall
+    assert warmup.steady([3.0, 1.0, 1.0, 0.97])  # within FALL of the cheapest: flat
+    assert warmup.steady([3.0, 1.0, 1.2, 1.1])  # noise above the floor is not a fall
+    assert not warmup.steady([3.0, 3.0, 3.0], [0.3, 0.2, 0.1])  # flat, but compiling
+    assert warmup.steady([3.0, 3.0, 3.0], [0.3, 0.0, 0.01])
+
+
+def test_compiler_threads_as_proc_names_them() -> None:
+    info = {"compiler_threads": ["C2 CompilerThread", "C1 CompilerThread"]}
+    assert warmup.compiler_threads(info) == ("C2 CompilerThre", "C1 CompilerThre")
+    assert warmup.compiler_threads({}) == ()
+
+
+def test_rounds_until_the_compiler_is_done_and_the_cost_stops_falling() -> None:
+    """500 requests at 4 ms, then 1 ms: the warm-up must go past the 500th and stop soon after.
+    The cost alone is flat until then, and a warm-up that stopped at its first flat rounds
+    would calibrate 4x the load's cost: the compiler thread's work says it is not over."""
+    for base, pid in fake(500, 4.0, 1.0):
+        w = warmup.until_steady(base, load()["hello"], hello_cell(), pid, ("C2 CompilerThre",))
+    assert w.steady, w
+    assert w.requests > 500, w
+    assert w.cpu_ms[0] > 2.5 and w.cpu_ms[-1] < 1.8, w.cpu_ms
+    assert max(w.compiling) > warmup.COMPILING and w.compiling[-1] <= warmup.COMPILING, w
+    assert w.seconds < warmup.MAX_S
+
+
+def test_a_steady_server_costs_three_rounds() -> None:
+    for base, pid in fake(0, 1.0, 1.0):
+        w = warmup.until_steady(base, load()["hello"], hello_cell(), pid)
+    assert w.steady and len(w.cpu_ms) == warmup.STEADY_ROUNDS + 1, w.cpu_ms
+
+
+@pytest.mark.parametrize(
+    "info, expected", [({"jit": True}, True), ({}, False), ({"jit": 1}, False)]
+)
+def test_only_a_server_that_says_so_is_warmed_until_steady(
+    info: dict[str, object], expected: bool
+) -> None:
+    assert warmup.compiles_while_running(info) is expected
