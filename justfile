@@ -19,7 +19,7 @@ uv_version := "0.13.9"
 _default:
     @just --list --unsorted
 
-# Install everything the lab needs (idempotent): uv (pinned), the Python env from uv.lock, Go builds, k6.
+# Install everything the lab needs (idempotent): uv (pinned), the Python env from uv.lock, Node, the JDK link and Maven's repository, the builds, k6.
 [group('setup')]
 setup:
     #!/usr/bin/env bash
@@ -50,6 +50,20 @@ setup:
         (cd node && PATH="$PWD/../.tools/node/bin:$PATH" npm ci --silent --no-audit --no-fund)
         cp node/package-lock.json node/node_modules/.lab-lock
     fi
+    # The JVM targets: a JDK >= 22 (virtual threads; the FFM API, final in 22, makes the kit's
+    # native sleep), JAVA_HOME's if it is one, else the newest in /usr/lib/jvm, linked as
+    # .tools/jdk for the manifests; Maven fills .tools/m2 once (jvm/mvn setup), then runs offline.
+    jdk="" best=0
+    for home in /usr/lib/jvm/*/ "${JAVA_HOME:-}"; do
+        home="${home%/}"
+        v="$(sed -n 's/^JAVA_VERSION="\([0-9]*\).*/\1/p' "$home/release" 2>/dev/null || true)"
+        [ -n "$home" ] && [ -x "$home/bin/javac" ] && [ "${v:-0}" -ge 22 ] || continue
+        if [ "$home" = "${JAVA_HOME:-}" ] || [ "$v" -gt "$best" ]; then jdk="$home" best="$v"; fi
+    done
+    [ -n "$jdk" ] || { echo "a JDK >= 22 is missing (virtual threads and the FFM API): install Debian's temurin-25-jdk or openjdk-25-jdk, or set JAVA_HOME to one" >&2; exit 2; }
+    command -v mvn >/dev/null || { echo "Maven is missing: install Debian's 'maven' package (the JVM targets' build)" >&2; exit 2; }
+    ln -sfn "$jdk" .tools/jdk
+    jvm/mvn setup
     {{python}} -m lab build
     if ! .tools/bin/k6 version 2>/dev/null | grep -q "k6 {{k6_version}} "; then
         echo "installing k6 {{k6_version}} into .tools/bin (about 1.5 min)"
@@ -64,11 +78,11 @@ setup:
             echo "chromium is missing: install Debian's 'chromium' package for the report test" >&2
         fi
     fi
-    echo "setup done: $({{python}} --version), $(go version | cut -d' ' -f3), $(.tools/bin/k6 version | cut -d' ' -f1-2), node $(.tools/node/bin/node --version), $(chromium --version 2>/dev/null || echo 'no chromium')"
+    echo "setup done: $({{python}} --version), $(go version | cut -d' ' -f3), $(.tools/bin/k6 version | cut -d' ' -f1-2), node $(.tools/node/bin/node --version), java $(.tools/jdk/bin/java -XshowSettings:properties -version 2>&1 | sed -n 's/ *java.runtime.version = //p') ($jdk), $(chromium --version 2>/dev/null || echo 'no chromium')"
 
 # Fail early, with the fix, when setup has not run.
 _ready:
-    @test -x {{python}} -a -x .tools/bin/k6 -a -x .tools/node/bin/node || { echo "lab is not set up: run 'just setup'" >&2; exit 2; }
+    @test -x {{python}} -a -x .tools/bin/k6 -a -x .tools/node/bin/node -a -x .tools/jdk/bin/java || { echo "lab is not set up: run 'just setup'" >&2; exit 2; }
 
 # List targets, their server profiles and the contract's endpoints.
 [no-exit-message]
@@ -130,6 +144,7 @@ report *run: _ready
 test: setup lint
     cd go && go test ./...
     cd node && ../.tools/node/bin/node --test
+    jvm/mvn -q test
     {{python}} -m pytest
 
 # Unit tests only: no server, no k6 (seconds). Extra arguments go to pytest.
@@ -152,7 +167,7 @@ test-e2e *args: _ready
 test-target name: _ready
     {{python}} -m pytest --kind conformance -k "{{name}}"
 
-# Linters and formatters in check mode (ruff, gofmt, go vet).
+# Linters and formatters in check mode (ruff, gofmt, go vet, prettier, google-java-format).
 [group('test')]
 lint: _ready
     {{python}} -m ruff check .
@@ -160,13 +175,15 @@ lint: _ready
     cd go && test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting" >&2; exit 1; }
     cd go && go vet ./...
     cd node && ../.tools/node/bin/node node_modules/prettier/bin/prettier.cjs --config .prettierrc.json --check --log-level warn . ../tests/conformance/bites/node
+    jvm/mvn -q spotless:check
 
-# Format Python and Go code in place.
+# Format Python, Go and Java code in place.
 [group('test')]
 fmt: _ready
     {{python}} -m ruff format .
     {{python}} -m ruff check --fix .
     cd go && gofmt -w .
+    jvm/mvn -q spotless:apply
 
 # Re-run a published post's experiment: published / measured / predicted per figure (no name: list).
 [no-exit-message]

@@ -90,15 +90,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 CONTRACT = ROOT / "CONTRACT.md"
 TABLE_HEAD = "| target / profile |"
-# A formula's letters and where /info has them: D is the database pool per worker.
+# A formula's letters and where /info has them: D is the database pool per worker, C the JVM's
+# virtual-thread carriers (a virtual thread pinned by a native call holds one).
 _VARIABLES = {
     "W": ("workers",),
     "T": ("threads",),
     "E": ("executor_threads",),
     "P": ("pool_processes",),
     "D": ("database", "pool"),
+    "C": ("carriers",),
 }
-_TERM = r"(?:[WTEPD]|min\([WTEPD], [WTEPD]\))"
+_TERM = r"(?:[WTEPDC]|min\([WTEPDC], [WTEPDC]\))"
 _FORMULA = re.compile(rf"{_TERM}(?:·{_TERM})*")
 
 

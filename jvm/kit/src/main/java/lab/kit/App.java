@@ -216,6 +216,8 @@ public final class App implements AutoCloseable {
     info.put("executor_threads", executorThreads);
     info.put("pool_processes", poolThreads);
     info.put("cpus", cpus());
+    info.put("jit", true); // HotSpot compiles hot code while it serves: the runner warms it up
+    info.put("compiler_threads", compilerThreads());
     info.put("capacity", capacity());
     Map<String, Object> database = new LinkedHashMap<>();
     database.put("driver", "pgjdbc (HikariCP)");
@@ -229,6 +231,30 @@ public final class App implements AutoCloseable {
     info.put("jvm", jvm());
     info.put("graceful_timeout_s", GRACEFUL_S);
     return info;
+  }
+
+  /**
+   * HotSpot's compiler threads as the OS names them ("C1 CompilerThre", "C2 CompilerThre": /proc
+   * keeps 15 characters), from this process's tasks; they are not Java-visible threads.
+   */
+  static List<String> compilerThreads() {
+    Set<String> names = new TreeSet<>();
+    try (var tasks = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/task"))) {
+      tasks.forEach(
+          t -> {
+            try {
+              String name = java.nio.file.Files.readString(t.resolve("comm")).strip();
+              if (name.matches("C[12] Compiler.*")) {
+                names.add(name);
+              }
+            } catch (java.io.IOException gone) {
+              // the thread ended meanwhile
+            }
+          });
+    } catch (java.io.IOException noProc) {
+      return List.of();
+    }
+    return List.copyOf(names);
   }
 
   /** The JVM's own knobs, as it runs: its flags are the manifest's, its GC its ergonomics'. */
