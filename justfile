@@ -103,7 +103,7 @@ serve target *options: _ready
 pythons: _ready
     @{{python}} -m lab.interpreters
 
-# Create python/NAME/ or node/NAME/ from an existing kit target, e.g. `just new-target mine --like starlette` (or `--like express`).
+# Create python/NAME/, node/NAME/ or jvm/NAME/ from an existing kit target, e.g. `just new-target mine --like starlette` (or `--like express`, `--like jdkhttp`).
 [no-exit-message]
 [group('lab')]
 new-target name *options: _ready

@@ -382,3 +382,87 @@ def test_node_cluster_workers(upstream: server.ServerProcess, lies: str) -> None
         assert problem is not None and "1 distinct process(es) answered" in problem, problem
     else:
         assert problem is None, problem
+
+
+# --- the JVM: the jdkhttp target with lies planted (Liar.java, the jdkhttp module's test code,
+# compiled and formatted with it) ---------------------------------------------------------------
+
+
+def start_jvm(
+    upstream_url: str, mode: str, lies: str = "", threads: int = 4
+) -> server.ServerProcess:
+    """Liar.java: the jdkhttp target's app and server on its jar (built by its manifest's
+    command), lies planted; mode: platform (THREADS threads) or virtual."""
+    from lab import ROOT
+    from lab.targets import find
+
+    jdkhttp = find("jdkhttp")
+    server.run_build(tuple(server.fill(p, jdkhttp) for p in jdkhttp.build), jdkhttp.folder)
+    port = server.free_port()
+    java = str(ROOT / ".tools" / "jdk" / "bin" / "java")
+    jar = str(ROOT / ".build" / "jdkhttp.jar")
+    liar = jdkhttp.folder / "src" / "test" / "java" / "lab" / "jdkhttp" / "Liar.java"
+    command = [java, "--enable-native-access=ALL-UNNAMED", "-cp", jar, str(liar), mode]
+    env = {
+        **os.environ,
+        "HOST": server.HOST,
+        "PORT": str(port),
+        "THREADS": str(threads),
+        "UPSTREAM_URL": upstream_url,
+        "LAB_CONTRACT": str(server.OPENAPI),
+        "LAB_LIES": lies,
+    }
+    name = f"jvm-{mode}-{lies or 'honest'}".replace(",", "+")
+    return server.ServerProcess(name, command, jdkhttp.folder, env, port).start()
+
+
+@pytest.fixture(scope="module")
+def jvm_virtual_liar(upstream: server.ServerProcess) -> Iterator[server.ServerProcess]:
+    proc = start_jvm(upstream.url, "virtual", lies="blocking-unbounded")
+    yield proc
+    assert proc.stop().clean
+
+
+def test_jvm_honest_blocking_claim_passes(jvm_virtual_liar: server.ServerProcess) -> None:
+    """The same app states every other claim honestly: /cpu holds a carrier too (C)."""
+    info = info_of(jvm_virtual_liar)
+    assert info["capacity"]["cpu"] == info["carriers"]
+    problem = claims.capacity_problem(jvm_virtual_liar.url, CONTRACT["sync"], None)
+    assert problem is None, problem
+
+
+def test_jvm_pinned_virtual_thread_claiming_unbounded_is_caught(
+    jvm_virtual_liar: server.ServerProcess,
+) -> None:
+    """/blocking's native sleep pins its virtual thread's carrier: 8 at once on C carriers
+    take 8/C rounds, not the one an unbounded claim means."""
+    capacity = info_of(jvm_virtual_liar)["capacity"]["blocking"]
+    assert capacity is None
+    problem = claims.capacity_problem(jvm_virtual_liar.url, CONTRACT["blocking"], capacity)
+    assert problem is not None and "capacity None should take 1 x" in problem, problem
+
+
+def test_jvm_pool_claiming_2x_and_waiting_on_sigterm_are_caught(
+    upstream: server.ServerProcess,
+) -> None:
+    """Two liars, started at once, checked side by side (the second waits 5 s on a sleeping
+    request meanwhile): a platform pool of 4 claiming 8 for /sync; a shutdown hook that waits
+    for the request threads, which holds the JVM past 5 s while a 10 s /sync is in flight
+    (the honest hook stops the server and lets the JVM halt)."""
+    with ThreadPoolExecutor(2) as threads:
+        pool, waits = threads.map(
+            lambda args: start_jvm(upstream.url, *args),
+            [("platform", "sync-2x"), ("virtual", "wait-for-requests")],
+        )
+        stopped = threads.submit(claims.stop_under_load_problem, waits, group=False)
+        try:
+            info = info_of(pool)
+            honest = claims.capacity_problem(pool.url, CONTRACT["sequential"], 4)
+            problem = claims.capacity_problem(pool.url, CONTRACT["sync"], info["capacity"]["sync"])
+        finally:
+            assert pool.stop().clean
+        sigterm = stopped.result()
+    assert (info["threads"], info["capacity"]["sync"]) == (4, 8), info
+    assert honest is None, honest
+    assert problem is not None and "capacity 8 should take 2 x" in problem, problem
+    assert sigterm is not None and "still running after 5s" in sigterm, sigterm

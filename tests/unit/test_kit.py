@@ -266,6 +266,27 @@ def test_scaffold_copies_a_node_target(tmp_path: Path) -> None:
     assert "CONTRACT.md's capacity tables" in steps and "README's pools table" in steps
 
 
+def test_scaffold_copies_a_java_target(tmp_path: Path) -> None:
+    parent = tmp_path / "pom.xml"
+    parent.write_text(
+        "<modules>\n    <module>kit</module>\n    <module>jdkhttp</module>\n</modules>\n"
+    )
+    folder = scaffold.new_target("mine", "jdkhttp", root=tmp_path)
+    main = (folder / "src/main/java/lab/mine/Main.java").read_text()
+    assert main.startswith("package lab.mine;") and '"mine"' in main and "jdkhttp" not in main
+    pom = (folder / "pom.xml").read_text()
+    assert "<artifactId>mine</artifactId>" in pom and ".build/mine.jar" in pom
+    assert "<mainClass>lab.mine.Main</mainClass>" in pom
+    assert not (folder / "src/test").exists()  # jdkhttp's own test code: the suite's liar
+    target = load_target(folder / "target.toml")
+    assert target.name == "mine" and target.language == "java" and "virtual" in target.profiles
+    assert all(".build/mine.jar" in " ".join(p.command) for p in target.profiles.values())
+    assert "<module>jdkhttp</module>\n    <module>mine</module>" in parent.read_text()
+    steps = scaffold.next_steps("mine", "jdkhttp", folder, "java")
+    assert "Main.java" in steps and "just setup" in steps and "just test-target mine" in steps
+    assert "CONTRACT.md's capacity tables" in steps and "README's pools table" in steps
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.Function;
 import lab.kit.App;
 import lab.kit.Contract;
 import lab.kit.Knobs;
@@ -108,7 +109,7 @@ public final class Main {
   /**
    * The request threads of a mode: THREADS for `platform`, null (one per request) for `virtual`.
    */
-  static Integer threads(String[] args) {
+  public static Integer threads(String[] args) {
     String mode = args.length == 1 ? args[0] : "";
     return switch (mode) {
       case "platform" -> Knobs.intEnv("THREADS", DEFAULT_THREADS);
@@ -118,49 +119,26 @@ public final class Main {
     };
   }
 
-  public static void main(String[] args) {
-    try {
-      serve(args);
-    } catch (Exception err) {
-      System.err.println("jdkhttp: " + (err.getMessage() == null ? err : err.getMessage()));
-      System.exit(1);
-    }
+  /** The kit's app for a mode (its /info's profile by default) and a capacity rule. */
+  public static App app(String mode, Integer threads, Function<App, Map<String, Integer>> rule) {
+    String version = Runtime.version().toString();
+    return new App(
+        Contract.load(),
+        new App.Config("jdkhttp", version, "com.sun.net.httpserver", version, mode, threads, rule));
   }
 
-  static void serve(String[] args) throws IOException {
-    Integer threads = threads(args);
-    String version = Runtime.version().toString();
-    App app =
-        new App(
-            Contract.load(),
-            new App.Config(
-                "jdkhttp",
-                version,
-                "com.sun.net.httpserver",
-                version,
-                args[0],
-                threads,
-                App.threadPerRequest(threads)));
+  /** The server on $HOST:$PORT with the mode's request executor, started. */
+  public static HttpServer start(App app, Integer threads) throws IOException {
     String host = Knobs.env("HOST", "127.0.0.1");
     int port = Integer.parseInt(Knobs.env("PORT", "8000"));
     HttpServer server = HttpServer.create(new InetSocketAddress(host, port), BACKLOG);
     server.setExecutor(executor(threads));
     server.createContext("/", new Main(app)::handle);
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(
-                () -> {
-                  // SIGTERM or Ctrl-C: stop accepting, let requests in flight run for the
-                  // graceful timeout, then close what is left; the JVM then halts, whatever its
-                  // threads (a pinned native sleep included) are doing.
-                  server.stop(App.GRACEFUL_S);
-                  app.close();
-                }));
     server.start();
     System.err.printf(
         "jdkhttp %s: listening on http://%s:%d (pid %d, profile %s, request threads %s, "
             + "carriers %d, executor %d, cpu-pool %d, db pool %d%s)%n",
-        version,
+        app.config.frameworkVersion(),
         host,
         port,
         app.pid,
@@ -171,5 +149,32 @@ public final class Main {
         app.poolThreads,
         app.db.size,
         app.db.why.isEmpty() ? "" : "; database: " + app.db.why);
+    return server;
+  }
+
+  /**
+   * On SIGTERM or Ctrl-C: stop accepting, let requests in flight run for the graceful timeout, then
+   * close what is left; the JVM then halts, whatever its threads (a pinned native sleep included)
+   * are doing.
+   */
+  public static void stopOnSignal(HttpServer server, App app) {
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  server.stop(App.GRACEFUL_S);
+                  app.close();
+                }));
+  }
+
+  public static void main(String[] args) {
+    try {
+      Integer threads = threads(args);
+      App app = app(args[0], threads, App.threadPerRequest(threads));
+      stopOnSignal(start(app, threads), app);
+    } catch (Exception err) {
+      System.err.println("jdkhttp: " + (err.getMessage() == null ? err : err.getMessage()));
+      System.exit(1);
+    }
   }
 }
