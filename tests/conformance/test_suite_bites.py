@@ -320,9 +320,16 @@ def start_node(
     node:cluster (--workers), else one process."""
     from lab import ROOT
 
-    port = server.free_port()
     command = [str(ROOT / ".tools" / "node" / "bin" / "node"), "app.js"]
     command += ["--workers", str(workers)] if workers else []
+    return start_liar(f"node-{lies or 'honest'}", command, NODE_LIAR, upstream_url, lies, threads)
+
+
+def start_liar(
+    name: str, command: list[str], cwd: Path, upstream_url: str, lies: str, threads: int
+) -> server.ServerProcess:
+    """A kit target's copy with lies planted (LAB_LIES), on a free port, started."""
+    port = server.free_port()
     env = {
         **os.environ,
         "HOST": server.HOST,
@@ -332,8 +339,7 @@ def start_node(
         "LAB_CONTRACT": str(server.OPENAPI),
         "LAB_LIES": lies,
     }
-    name = f"node-{lies or 'honest'}".replace(",", "+")
-    return server.ServerProcess(name, command, NODE_LIAR, env, port).start()
+    return server.ServerProcess(name.replace(",", "+"), command, cwd, env, port).start()
 
 
 @pytest.fixture(scope="module")
@@ -398,22 +404,12 @@ def start_jvm(
 
     jdkhttp = find("jdkhttp")
     server.run_build(tuple(server.fill(p, jdkhttp) for p in jdkhttp.build), jdkhttp.folder)
-    port = server.free_port()
     java = str(ROOT / ".tools" / "jdk" / "bin" / "java")
     jar = str(ROOT / ".build" / "jdkhttp.jar")
     liar = jdkhttp.folder / "src" / "test" / "java" / "lab" / "jdkhttp" / "Liar.java"
     command = [java, "--enable-native-access=ALL-UNNAMED", "-cp", jar, str(liar), mode]
-    env = {
-        **os.environ,
-        "HOST": server.HOST,
-        "PORT": str(port),
-        "THREADS": str(threads),
-        "UPSTREAM_URL": upstream_url,
-        "LAB_CONTRACT": str(server.OPENAPI),
-        "LAB_LIES": lies,
-    }
-    name = f"jvm-{mode}-{lies or 'honest'}".replace(",", "+")
-    return server.ServerProcess(name, command, jdkhttp.folder, env, port).start()
+    name = f"jvm-{mode}-{lies or 'honest'}"
+    return start_liar(name, command, jdkhttp.folder, upstream_url, lies, threads)
 
 
 @pytest.fixture(scope="module")
