@@ -19,6 +19,12 @@ from lab.matrix import Cell
 from lab.proc import probe
 from lab.run import calibrate
 
+# As many requests as the server will take: a JIT compiles a method after thousands of calls
+# (HotSpot: ~30,000 requests to steady for /hello), so the waits are of 1 ms (the same code
+# path as the cell's: a sleep that parks, a call that waits) on up to CONNECTIONS connections.
+WAIT_MS = 1
+CPU_N = 1000
+CONNECTIONS = 32
 ROUND_CPU_S = 0.25  # a round ends once the server has used this much CPU...
 ROUND_WALL_S = 1.0  # ...or after this long (waits of 1 ms use little CPU)
 ROUND_MIN = 20  # requests at least
@@ -56,34 +62,49 @@ def compiler_threads(info: dict[str, Any]) -> tuple[str, ...]:
 def until_steady(
     base: str, endpoint: Any, cell: Cell, server_pid: int, compilers: tuple[str, ...] = ()
 ) -> WarmUp:
-    """Rounds of the cell's calibration request (its own parameters, waits of at most
-    calibrate.WAIT_MS) on min(VUs, calibrate.PARALLEL) kept-alive connections, each round
-    ended by ROUND_CPU_S of server CPU or ROUND_WALL_S, until steady() or MAX_S have passed.
-    compilers: the names of the server's compiler threads, whose share of each round's CPU
-    is read."""
-    path = calibrate.cpu_query(endpoint, cell)
-    k = max(1, min(cell.vus, calibrate.PARALLEL))
+    """Rounds of the cell's cheapest request (warm_query) on min(VUs, CONNECTIONS) kept-alive
+    connections, each round ended by ROUND_CPU_S of server CPU or ROUND_WALL_S, until
+    steady(); then, for CPU work, rounds of the cell's own request until steady again (its
+    cost is the one calibrated). MAX_S in all. compilers: the names of the server's compiler
+    threads, whose share of each round's CPU is read."""
+    paths = [warm_query(endpoint, cell)]
+    if endpoint.kind == "cpu":
+        paths.append(calibrate.cpu_query(endpoint, cell))
+    k = max(1, min(cell.vus, CONNECTIONS))
     conns = [probe.Connection(base, timeout=60) for _ in range(k)]
     curve: list[float] = []
     compiling: list[float] = []
     requests = 0
     started = time.monotonic()
+    done = False
     try:
-        while not steady(curve, compiling) and time.monotonic() - started < MAX_S:
-            before, named = calibrate.tree_cpu_s(server_pid), _named_s(server_pid, compilers)
-            count = calibrate.send_until(
-                conns, path, server_pid, before, ROUND_CPU_S, ROUND_WALL_S, ROUND_MIN
-            )
-            used = calibrate.used_s(before, calibrate.tree_cpu_s(server_pid))
-            compiled = max(0.0, _named_s(server_pid, compilers) - named)
-            curve.append(used / count * 1000)
-            compiling.append(min(1.0, compiled / used) if used > 0 else 0.0)
-            requests += count
+        for path in paths:
+            first = len(curve)  # each phase is judged on its own rounds
+            done = False
+            while not done and time.monotonic() - started < MAX_S:
+                before, named = calibrate.tree_cpu_s(server_pid), _named_s(server_pid, compilers)
+                count = calibrate.send_until(
+                    conns, path, server_pid, before, ROUND_CPU_S, ROUND_WALL_S, ROUND_MIN
+                )
+                used = calibrate.used_s(before, calibrate.tree_cpu_s(server_pid))
+                compiled = max(0.0, _named_s(server_pid, compilers) - named)
+                curve.append(used / count * 1000)
+                compiling.append(min(1.0, compiled / used) if used > 0 else 0.0)
+                requests += count
+                done = steady(curve[first:], compiling[first:])
     finally:
         for c in conns:
             c.__exit__()
-    done = steady(curve, compiling)
     return WarmUp(time.monotonic() - started, requests, done, tuple(curve), tuple(compiling))
+
+
+def warm_query(endpoint: Any, cell: Cell) -> str:
+    """The cell's request made cheap on the same code path: waits of at most WAIT_MS, and CPU
+    work of at most CPU_N steps (its loop compiles within one request; the rest of the path,
+    called once per request, compiles after thousands of calls)."""
+    if endpoint.kind == "cpu" and cell.param("n") is not None:
+        return endpoint.path + cell.query(n=min(cell.param("n") or 0, CPU_N))
+    return calibrate.calibration_query(endpoint, cell, WAIT_MS)
 
 
 def steady(curve: list[float], compiling: list[float] | None = None) -> bool:

@@ -123,3 +123,13 @@ def test_only_a_server_that_says_so_is_warmed_until_steady(
     info: dict[str, object], expected: bool
 ) -> None:
     assert warmup.compiles_while_running(info) is expected
+
+
+def test_the_warm_up_request_is_the_cells_own_made_cheap() -> None:
+    contract = load()
+    cpu = Cell("t", "p", "cpu", (("n", 1000000),), 50, None, "3s", 1)
+    sync = Cell("t", "p", "sync", (("ms", 100),), 50, None, "3s", 1)
+    upstream = Cell("t", "p", "upstream", (("ms", 100), ("n", 10)), 50, None, "3s", 1)
+    assert warmup.warm_query(contract["cpu"], cpu) == "/cpu?n=1000"
+    assert warmup.warm_query(contract["sync"], sync) == "/sync?ms=1"
+    assert warmup.warm_query(contract["upstream"], upstream) == "/upstream?ms=1&n=10"
