@@ -1,0 +1,120 @@
+package lab.spring;
+
+import java.util.Map;
+import lab.kit.App;
+import lab.kit.Contract;
+import lab.kit.Knobs;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.SpringBootVersion;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.autoconfigure.http.client.reactive.ClientHttpConnectorAutoConfiguration;
+import org.springframework.boot.autoconfigure.web.reactive.error.ErrorWebFluxAutoConfiguration;
+import org.springframework.boot.autoconfigure.web.reactive.function.client.WebClientAutoConfiguration;
+import org.springframework.boot.autoconfigure.web.servlet.error.ErrorMvcAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import reactor.netty.resources.LoopResources;
+
+/**
+ * Spring Boot on the kit, one profile per way Spring serves a request (the argument, also the
+ * Spring profile whose application-PROFILE.properties picks the stack):
+ *
+ * <ul>
+ *   <li>{@code mvc}: Spring MVC on Tomcat, a request on one of THREADS platform threads (200,
+ *       Tomcat's default maximum);
+ *   <li>{@code mvc-virtual}: the same with spring.threads.virtual.enabled (Tomcat runs each request
+ *       on a virtual thread of its own);
+ *   <li>{@code webflux}: Spring WebFlux on Reactor Netty, handlers on its THREADS event loops
+ *       (Reactor Netty's default: max(CPUs, 4)).
+ * </ul>
+ *
+ * The routes are in {@link MvcRoutes} and {@link FluxRoutes}, the strict contract in front of them
+ * in {@link Strict}; endpoint logic, /info, the pools and the database are the kit's (../kit).
+ * Environment: HOST, PORT, THREADS, LAB_TARGET, LAB_PROFILE, UPSTREAM_URL, EXECUTOR_THREADS,
+ * POOL_PROCESSES, DATABASE_URL, DB_POOL.
+ */
+@SpringBootApplication(
+    // every error body is the contract's (Strict), never Spring Boot's error page or JSON; no
+    // WebClient (the kit's HttpClient calls the upstream): its Reactor resources would hold the
+    // stop until a blocked event loop's sleep ends (FluxRoutes)
+    exclude = {
+      ErrorMvcAutoConfiguration.class,
+      ErrorWebFluxAutoConfiguration.class,
+      ClientHttpConnectorAutoConfiguration.class,
+      WebClientAutoConfiguration.class
+    })
+public class Main {
+  /** Tomcat's default maximum of request threads (server.tomcat.threads.max). */
+  static final int TOMCAT_THREADS = 200;
+
+  /** The profiles, each a Spring profile of the same name (application-PROFILE.properties). */
+  static final Map<String, String> STACKS =
+      Map.of("mvc", "Tomcat", "mvc-virtual", "Tomcat", "webflux", "Reactor Netty");
+
+  public static void main(String[] args) {
+    String profile = args.length == 1 ? args[0] : "";
+    if (!STACKS.containsKey(profile)) {
+      System.err.println("spring: usage: spring.jar " + String.join("|", STACKS.keySet()));
+      System.exit(2);
+    }
+    App app;
+    try {
+      app = new App(Contract.load(), config(profile));
+    } catch (Knobs.KnobError bad) {
+      System.err.println("spring: " + bad.getMessage());
+      System.exit(1);
+      return;
+    }
+    SpringApplication spring = new SpringApplication(Main.class);
+    spring.setAdditionalProfiles(profile);
+    spring.setDefaultProperties(Map.of("server.tomcat.threads.max", threads(profile)));
+    spring.addInitializers(
+        (ConfigurableApplicationContext context) ->
+            context.getBeanFactory().registerSingleton("lab", app));
+    spring.run();
+  }
+
+  /** What the kit says of each profile: its server, its request threads, its capacity rule. */
+  static App.Config config(String profile) {
+    String boot = SpringBootVersion.getVersion();
+    return switch (profile) {
+      case "mvc", "mvc-virtual" -> {
+        Integer threads = profile.equals("mvc") ? Integer.valueOf(threads(profile)) : null;
+        yield new App.Config(
+            "spring-boot",
+            boot,
+            "tomcat",
+            org.apache.catalina.util.ServerInfo.getServerInfo().replace("Apache Tomcat/", ""),
+            profile,
+            threads,
+            App.threadPerRequest(threads));
+      }
+      default -> {
+        int loops = Integer.parseInt(threads(profile));
+        yield new App.Config(
+            "spring-boot",
+            boot,
+            "reactor-netty",
+            reactor.netty.http.server.HttpServer.class.getPackage().getImplementationVersion(),
+            profile,
+            loops,
+            FluxRoutes.capacity(loops));
+      }
+    };
+  }
+
+  /**
+   * THREADS, by the lab's rule: Tomcat's request threads (mvc), Reactor Netty's event loops
+   * (webflux, through its own system property, read once when its loops are made); mvc-virtual has
+   * a thread per request whatever it says.
+   */
+  static String threads(String profile) {
+    if (profile.equals("webflux")) {
+      Integer set = Knobs.intEnv("THREADS", null);
+      if (set != null) {
+        System.setProperty("reactor.netty.ioWorkerCount", set.toString());
+      }
+      return Integer.toString(LoopResources.DEFAULT_IO_WORKER_COUNT);
+    }
+    return Knobs.intEnv("THREADS", TOMCAT_THREADS).toString();
+  }
+}
