@@ -1,6 +1,7 @@
 package lab.spring;
 
 import java.util.Map;
+import java.util.function.UnaryOperator;
 import lab.kit.App;
 import lab.kit.Contract;
 import lab.kit.Knobs;
@@ -11,7 +12,7 @@ import org.springframework.boot.autoconfigure.http.client.reactive.ClientHttpCon
 import org.springframework.boot.autoconfigure.web.reactive.error.ErrorWebFluxAutoConfiguration;
 import org.springframework.boot.autoconfigure.web.reactive.function.client.WebClientAutoConfiguration;
 import org.springframework.boot.autoconfigure.web.servlet.error.ErrorMvcAutoConfiguration;
-import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.support.GenericApplicationContext;
 import reactor.netty.resources.LoopResources;
 
 /**
@@ -42,7 +43,7 @@ import reactor.netty.resources.LoopResources;
       ClientHttpConnectorAutoConfiguration.class,
       WebClientAutoConfiguration.class
     })
-public class Main {
+public final class Main {
   /** Tomcat's default maximum of request threads (server.tomcat.threads.max). */
   static final int TOMCAT_THREADS = 200;
 
@@ -51,14 +52,24 @@ public class Main {
       Map.of("mvc", "Tomcat", "mvc-virtual", "Tomcat", "webflux", "Reactor Netty");
 
   public static void main(String[] args) {
+    start(args, UnaryOperator.identity());
+  }
+
+  /**
+   * Serves the profile args[0] until SIGTERM. change: what the suite's Liar (test code) plants in
+   * what the kit is told; the target itself passes it through.
+   */
+  public static void start(String[] args, UnaryOperator<App.Config> change) {
     String profile = args.length == 1 ? args[0] : "";
     if (!STACKS.containsKey(profile)) {
       System.err.println("spring: usage: spring.jar " + String.join("|", STACKS.keySet()));
       System.exit(2);
     }
     App app;
+    String threads;
     try {
-      app = new App(Contract.load(), config(profile));
+      threads = threads(profile);
+      app = new App(Contract.load(), change.apply(config(profile, threads)));
     } catch (Knobs.KnobError bad) {
       System.err.println("spring: " + bad.getMessage());
       System.exit(1);
@@ -66,30 +77,32 @@ public class Main {
     }
     SpringApplication spring = new SpringApplication(Main.class);
     spring.setAdditionalProfiles(profile);
-    spring.setDefaultProperties(Map.of("server.tomcat.threads.max", threads(profile)));
+    spring.setDefaultProperties(Map.of("server.tomcat.threads.max", threads));
     spring.addInitializers(
-        (ConfigurableApplicationContext context) ->
-            context.getBeanFactory().registerSingleton("lab", app));
+        (GenericApplicationContext context) ->
+            // closed (the pools, the database) after the web server has stopped
+            context.registerBean(
+                "lab", App.class, () -> app, b -> b.setDestroyMethodName("close")));
     spring.run();
   }
 
   /** What the kit says of each profile: its server, its request threads, its capacity rule. */
-  static App.Config config(String profile) {
+  static App.Config config(String profile, String threads) {
     String boot = SpringBootVersion.getVersion();
     return switch (profile) {
       case "mvc", "mvc-virtual" -> {
-        Integer threads = profile.equals("mvc") ? Integer.valueOf(threads(profile)) : null;
+        Integer pool = profile.equals("mvc") ? Integer.valueOf(threads) : null;
         yield new App.Config(
             "spring-boot",
             boot,
             "tomcat",
             org.apache.catalina.util.ServerInfo.getServerInfo().replace("Apache Tomcat/", ""),
             profile,
-            threads,
-            App.threadPerRequest(threads));
+            pool,
+            App.threadPerRequest(pool));
       }
       default -> {
-        int loops = Integer.parseInt(threads(profile));
+        int loops = Integer.parseInt(threads);
         yield new App.Config(
             "spring-boot",
             boot,
