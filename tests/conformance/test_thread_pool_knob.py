@@ -2,7 +2,9 @@
 platform profiles, 200 by default, Tomcat's maximum), the suite cannot time its claims with
 the default: 201 requests at once are more than one batch may send (test_conformance.py skips
 them). THREADS=4 can: every claim whose formula holds T is timed with T = 4, and a claim of
-twice the pool, had /info written it, is caught by the same check."""
+twice the pool, had /info written it, is caught by the same check. EXECUTOR_THREADS=2 below
+the threads tells min(T, E) from T (test_executor_knob.py's check, made here for these
+profiles: one server instead of two)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
 CONTRACT = load()
 TABLE = docs.capacity_table()
 THREADS = 4
+EXECUTOR_THREADS = 2
 POOLED = [
     (case, name)
     for case, name in zip(CASES, CASE_IDS, strict=True)
@@ -33,7 +36,14 @@ def test_claims_with_a_small_thread_pool(
     case: tuple[Target, str], upstream: server.ServerProcess
 ) -> None:
     target, profile = case
-    proc = start_target(target, profile, upstream.url, WORKERS="1", THREADS=str(THREADS))
+    proc = start_target(
+        target,
+        profile,
+        upstream.url,
+        WORKERS="1",
+        THREADS=str(THREADS),
+        EXECUTOR_THREADS=str(EXECUTOR_THREADS),
+    )
     problems = {}
     try:
         info = get(proc.url, "/info").body
@@ -53,7 +63,8 @@ def test_claims_with_a_small_thread_pool(
         assert proc.stop().clean
     assert info["threads"] == THREADS, info
     assert {k: v for k, v in problems.items() if v} == {}
-    assert "sync" in problems and "cpu" in problems, sorted(problems)
+    assert {"sync", "cpu", "executor"} <= set(problems), sorted(problems)
+    assert info["capacity"]["executor"] == min(THREADS, EXECUTOR_THREADS), info["capacity"]
     assert lie is not None and "should take 2 x" in lie, lie
 
 
