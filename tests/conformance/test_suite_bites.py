@@ -9,7 +9,6 @@ fails the check made for that lie."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -468,45 +467,27 @@ def test_jvm_pool_claiming_2x_and_waiting_on_sigterm_are_caught(
 # --- Spring: the Spring target with lies planted (its module's test code, Liar.java) ----------
 
 
-@pytest.fixture(scope="module")
-def spring_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Spring target's jar (built by its manifest's command), extracted by Spring Boot's
-    own tools mode into a jar of its classes and lib/: a class path a single-file program can
-    run on (the executable jar's nested layout serves -jar only)."""
+def start_spring(upstream_url: str, profile: str, lies: str = "") -> server.ServerProcess:
+    """Liar.java: the Spring target's app on its jar (built by its manifest's command; its
+    libraries on the jar's class path), lies planted."""
     from lab import ROOT
     from lab.targets import find
 
     spring = find("spring")
     server.run_build(tuple(server.fill(p, spring) for p in spring.build), spring.folder)
-    folder = tmp_path_factory.mktemp("spring-classes")
     java = str(ROOT / ".tools" / "jdk" / "bin" / "java")
-    extract = [java, "-Djarmode=tools", "-jar", str(ROOT / ".build" / "spring.jar")]
-    subprocess.run([*extract, "extract", "--destination", str(folder)], check=True, timeout=60)
-    return folder / "spring.jar"
-
-
-def start_spring(
-    upstream_url: str, classes: Path, profile: str, lies: str = ""
-) -> server.ServerProcess:
-    """Liar.java: the Spring target's app on its classes, lies planted."""
-    from lab import ROOT
-    from lab.targets import find
-
-    spring = find("spring")
-    java = str(ROOT / ".tools" / "jdk" / "bin" / "java")
+    jar = str(ROOT / ".build" / "spring.jar")
     liar = spring.folder / "src" / "test" / "java" / "lab" / "spring" / "Liar.java"
-    command = [java, "--enable-native-access=ALL-UNNAMED", "-cp", str(classes), str(liar), profile]
+    command = [java, "--enable-native-access=ALL-UNNAMED", "-cp", jar, str(liar), profile]
     name = f"spring-{profile}-{lies or 'honest'}"
     return start_liar(name, command, spring.folder, upstream_url, lies, threads=4)
 
 
-def test_webflux_blocking_claimed_unbounded_is_caught(
-    upstream: server.ServerProcess, spring_classes: Path
-) -> None:
+def test_webflux_blocking_claimed_unbounded_is_caught(upstream: server.ServerProcess) -> None:
     """WebFlux's /blocking sleeps on the connection's event loop: 8 at once on its 4 loops
     take 2 rounds, not the one an unbounded claim means. The same liar's other claims are
     honest: /sync, which holds a loop the same way, passes with the loops' count."""
-    proc = start_spring(upstream.url, spring_classes, "webflux", lies="blocking-unbounded")
+    proc = start_spring(upstream.url, "webflux", lies="blocking-unbounded")
     try:
         info = info_of(proc)
         honest = claims.capacity_problem(proc.url, CONTRACT["sync"], info["capacity"]["sync"])

@@ -1,9 +1,9 @@
 // The Spring target with lies planted (LAB_LIES, comma-separated), for the suite's bites
 // (tests/conformance/test_suite_bites.py): each lie must fail the conformance check made for it,
 // and with no lie the same app passes those checks. Test code (compiled and formatted with the
-// module), run by the suite as a single-file program on the target's jar, extracted (its classes
-// and libraries on the class path; the executable jar's nested layout is for -jar only):
-//   java -cp DIR/spring.jar jvm/spring/src/test/java/lab/spring/Liar.java mvc|mvc-virtual|webflux
+// module), run by the suite as a single-file program on the target's jar (its libraries on the
+// jar's class path):
+//   java -cp .build/spring.jar jvm/spring/src/test/java/lab/spring/Liar.java mvc|webflux|...
 //   blocking-unbounded  /info claims /blocking unbounded (null): on WebFlux it holds an event loop
 package lab.spring;
 
