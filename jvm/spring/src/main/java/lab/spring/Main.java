@@ -1,5 +1,6 @@
 package lab.spring;
 
+import java.util.List;
 import java.util.Map;
 import java.util.function.UnaryOperator;
 import lab.kit.App;
@@ -34,6 +35,7 @@ import reactor.netty.resources.LoopResources;
  * POOL_PROCESSES, DATABASE_URL, DB_POOL.
  */
 @SpringBootApplication(
+    proxyBeanMethods = false, // no @Bean methods here
     // every error body is the contract's (Strict), never Spring Boot's error page or JSON; no
     // WebClient (the kit's HttpClient calls the upstream): its Reactor resources would hold the
     // stop until a blocked event loop's sleep ends (FluxRoutes)
@@ -48,8 +50,7 @@ public final class Main {
   static final int TOMCAT_THREADS = 200;
 
   /** The profiles, each a Spring profile of the same name (application-PROFILE.properties). */
-  static final Map<String, String> STACKS =
-      Map.of("mvc", "Tomcat", "mvc-virtual", "Tomcat", "webflux", "Reactor Netty");
+  static final List<String> PROFILES = List.of("mvc", "mvc-virtual", "webflux");
 
   public static void main(String[] args) {
     start(args, UnaryOperator.identity());
@@ -61,8 +62,8 @@ public final class Main {
    */
   public static void start(String[] args, UnaryOperator<App.Config> change) {
     String profile = args.length == 1 ? args[0] : "";
-    if (!STACKS.containsKey(profile)) {
-      System.err.println("spring: usage: spring.jar " + String.join("|", STACKS.keySet()));
+    if (!PROFILES.contains(profile)) {
+      System.err.println("spring: usage: spring.jar " + String.join("|", PROFILES));
       System.exit(2);
     }
     App app;

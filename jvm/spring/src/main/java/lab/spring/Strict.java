@@ -58,6 +58,12 @@ final class Strict {
       this.strict = strict;
     }
 
+    /** /async's answer is written in an async dispatch: what fails there answers 500 here too. */
+    @Override
+    protected boolean shouldNotFilterAsyncDispatch() {
+      return false;
+    }
+
     @Override
     protected void doFilterInternal(
         HttpServletRequest request, HttpServletResponse response, FilterChain chain)
