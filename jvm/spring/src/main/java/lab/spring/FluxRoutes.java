@@ -42,6 +42,9 @@ class FluxRoutes {
   /** JDBC off the event loop, on Reactor's bounded elastic scheduler. */
   private static final Set<String> OFF_LOOP = Set.of("db", "db-rows");
 
+  /** How long stopping the server may wait after the graceful period (netty() says why). */
+  static final Duration STOP_WAIT = Duration.ofMillis(500);
+
   /**
    * Reactor Netty, as spring-boot-starter-webflux alone would run: with Tomcat on the classpath too
    * (the mvc profiles), Spring Boot's reactive auto-configuration would serve WebFlux on Tomcat. No
@@ -56,8 +59,6 @@ class FluxRoutes {
     factory.setLifecycleTimeout(STOP_WAIT);
     return factory;
   }
-
-  static final Duration STOP_WAIT = Duration.ofMillis(500);
 
   @Bean
   RouterFunction<ServerResponse> routes(App app) {
@@ -77,7 +78,9 @@ class FluxRoutes {
     App.Request r = bound.request();
     String name = h.endpoint.name();
     if (name.equals("async")) {
-      Map<String, Object> body = new LinkedHashMap<>(Map.of("endpoint", name, "pid", app.pid));
+      Map<String, Object> body = new LinkedHashMap<>();
+      body.put("endpoint", name);
+      body.put("pid", app.pid);
       body.putAll(r.values());
       return Mono.delay(Duration.ofMillis(r.values().get("ms")))
           .flatMap(tick -> respond(new Reply(200, body)));
