@@ -91,7 +91,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 CONTRACT = ROOT / "CONTRACT.md"
 TABLE_HEAD = "| target / profile |"
 # A formula's letters and where /info has them: D is the database pool per worker, C the JVM's
-# virtual-thread carriers (a virtual thread pinned by a native call holds one).
+# virtual-thread carriers (a virtual thread pinned by a native call holds one), B the threads of
+# Reactor's bounded elastic scheduler (WebFlux's home for a blocking call off the event loop).
 _VARIABLES = {
     "W": ("workers",),
     "T": ("threads",),
@@ -99,8 +100,9 @@ _VARIABLES = {
     "P": ("pool_processes",),
     "D": ("database", "pool"),
     "C": ("carriers",),
+    "B": ("bounded_elastic_threads",),
 }
-_TERM = r"(?:[WTEPDC]|min\([WTEPDC], [WTEPDC]\))"
+_TERM = r"(?:[WTEPDCB]|min\([WTEPDCB], [WTEPDCB]\))"
 _FORMULA = re.compile(rf"{_TERM}(?:·{_TERM})*")
 
 

@@ -462,3 +462,38 @@ def test_jvm_pool_claiming_2x_and_waiting_on_sigterm_are_caught(
     assert honest is None, honest
     assert problem is not None and "capacity 8 should take 2 x" in problem, problem
     assert sigterm is not None and "still running after 5s" in sigterm, sigterm
+
+
+# --- Spring: the Spring target with lies planted (its module's test code, Liar.java) ----------
+
+
+def start_spring(upstream_url: str, profile: str, lies: str = "") -> server.ServerProcess:
+    """Liar.java: the Spring target's app on its jar (built by its manifest's command; its
+    libraries on the jar's class path), lies planted."""
+    from lab import ROOT
+    from lab.targets import find
+
+    spring = find("spring")
+    server.run_build(tuple(server.fill(p, spring) for p in spring.build), spring.folder)
+    java = str(ROOT / ".tools" / "jdk" / "bin" / "java")
+    jar = str(ROOT / ".build" / "spring.jar")
+    liar = spring.folder / "src" / "test" / "java" / "lab" / "spring" / "Liar.java"
+    command = [java, "--enable-native-access=ALL-UNNAMED", "-cp", jar, str(liar), profile]
+    name = f"spring-{profile}-{lies or 'honest'}"
+    return start_liar(name, command, spring.folder, upstream_url, lies, threads=4)
+
+
+def test_webflux_blocking_claimed_unbounded_is_caught(upstream: server.ServerProcess) -> None:
+    """WebFlux's /blocking sleeps on the connection's event loop: 8 at once on its 4 loops
+    take 2 rounds, not the one an unbounded claim means. The same liar's other claims are
+    honest: /sync, which holds a loop the same way, passes with the loops' count."""
+    proc = start_spring(upstream.url, "webflux", lies="blocking-unbounded")
+    try:
+        info = info_of(proc)
+        honest = claims.capacity_problem(proc.url, CONTRACT["sync"], info["capacity"]["sync"])
+        problem = claims.capacity_problem(proc.url, CONTRACT["blocking"], None)
+    finally:
+        assert proc.stop().clean
+    assert (info["threads"], info["capacity"]["sync"], info["capacity"]["blocking"]) == (4, 4, None)
+    assert honest is None, honest
+    assert problem is not None and "capacity None should take 1 x" in problem, problem

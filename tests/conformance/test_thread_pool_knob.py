@@ -63,7 +63,10 @@ def test_claims_with_a_small_thread_pool(
         assert proc.stop().clean
     assert info["threads"] == THREADS, info
     assert {k: v for k, v in problems.items() if v} == {}
-    assert {"sync", "cpu", "executor"} <= set(problems), sorted(problems)
+    # /executor holds T where a request thread waits for the pool (min(T, E)); WebFlux's event
+    # loops (T) do not wait for it (E)
+    timed = {"sync", "cpu"} | ({"executor"} if "T" in (row["executor"] or "") else set())
+    assert timed <= set(problems), sorted(problems)
     assert info["capacity"]["executor"] == min(THREADS, EXECUTOR_THREADS), info["capacity"]
     assert lie is not None and "should take 2 x" in lie, lie
 

@@ -264,7 +264,8 @@ LOADED_REFUSALS = [
 
 def refusal_load(info: dict[str, Any]) -> dict[str, int]:
     """The load a refusal is timed under: requests for every bounded pool that waits without
-    holding its worker (/executor, and /sync where `def` handlers run in a pool of their own),
+    holding its worker (/executor, and /sync where `def` handlers run in a pool of their own,
+    not where they hold the event loops as /blocking does),
     filled to /info's capacity, plus unbounded waits; or, where every request holds a request
     slot (capacity of /hello bounded: WSGI), all slots but one. One slot and no other pool:
     nothing to load, a refusal waits for the request in service (CONTRACT.md)."""
@@ -276,6 +277,10 @@ def refusal_load(info: dict[str, Any]) -> dict[str, int]:
     for name in ("executor", "sync"):  # a pool no larger than the workers holds each worker
         if capacity[name] is not None and capacity[name] > workers:
             load[name] = capacity[name]
+    if capacity["sync"] == capacity["blocking"]:
+        # /sync holds what /blocking holds: the event loops (WebFlux's, one per CPU or more),
+        # which answer the refusals too; no pool of its own to fill
+        load.pop("sync", None)
     return load
 
 
