@@ -35,7 +35,9 @@ STEADY_ROUNDS = 2
 # A round in which the compiler threads used more than this share of the server's CPU is
 # still compiling, whatever its cost per request.
 COMPILING = 0.05
-MAX_S = 30.0  # a server still falling then is calibrated anyway, and the row says so
+# A server still falling then is calibrated anyway, and the row says so (a matrix may set
+# less: its warm_up_max).
+MAX_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -60,16 +62,21 @@ def compiler_threads(info: dict[str, Any]) -> tuple[str, ...]:
 
 
 def until_steady(
-    base: str, endpoint: Any, cell: Cell, server_pid: int, compilers: tuple[str, ...] = ()
+    base: str,
+    endpoint: Any,
+    cell: Cell,
+    server_pid: int,
+    compilers: tuple[str, ...] = (),
+    max_s: float = MAX_S,
 ) -> WarmUp:
     """Rounds of the cell's cheapest request (warm_query) on min(VUs, CONNECTIONS) kept-alive
     connections, each round ended by ROUND_CPU_S of server CPU or ROUND_WALL_S, until
-    steady(); then, for CPU work, rounds of the cell's own request until steady again (its
-    cost is the one calibrated). MAX_S in all. compilers: the names of the server's compiler
-    threads, whose share of each round's CPU is read."""
-    paths = [warm_query(endpoint, cell)]
-    if endpoint.kind == "cpu":
-        paths.append(calibrate.cpu_query(endpoint, cell))
+    steady(); then rounds of the calibration's own request until steady again (a longer wait
+    or more work takes other branches, which compile in turn: Spring MVC's /sync read 0.29
+    ms a request right after the cheap phase, 0.14 in the next calibration). max_s in all.
+    compilers: the names of the server's compiler threads, whose share of each round's CPU
+    is read."""
+    paths = list(dict.fromkeys([warm_query(endpoint, cell), calibrate.cpu_query(endpoint, cell)]))
     k = max(1, min(cell.vus, CONNECTIONS))
     conns = [probe.Connection(base, timeout=60) for _ in range(k)]
     curve: list[float] = []
@@ -81,7 +88,7 @@ def until_steady(
         for path in paths:
             first = len(curve)  # each phase is judged on its own rounds
             done = False
-            while not done and time.monotonic() - started < MAX_S:
+            while not done and time.monotonic() - started < max_s:
                 before, named = calibrate.tree_cpu_s(server_pid), _named_s(server_pid, compilers)
                 count = calibrate.send_until(
                     conns, path, server_pid, before, ROUND_CPU_S, ROUND_WALL_S, ROUND_MIN
@@ -101,7 +108,7 @@ def until_steady(
 def warm_query(endpoint: Any, cell: Cell) -> str:
     """The cell's request made cheap on the same code path: waits of at most WAIT_MS, and CPU
     work of at most CPU_N steps (its loop compiles within one request; the rest of the path,
-    called once per request, compiles after thousands of calls)."""
+    called once per request, compiles after thousands of calls, so the cheaper the sooner)."""
     if endpoint.kind == "cpu" and cell.param("n") is not None:
         return endpoint.path + cell.query(n=min(cell.param("n") or 0, CPU_N))
     return calibrate.calibration_query(endpoint, cell, WAIT_MS)
