@@ -12,12 +12,10 @@ processes with WORKERS=2."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from harness.claims import (
-    capacity_problems,
     cpu_claim_problem,
     process_problem,
     query,
@@ -25,13 +23,12 @@ from harness.claims import (
     upstream_calls_problem,
 )
 from harness.support import Reply, get, string_values
-from harness.targets import Served, start_target
+from harness.targets import Served
+from harness.timed import Timed
 from jsonschema import Draft202012Validator
 
 from lab.contract import Contract, Endpoint, load
 from lab.proc import server
-from lab.proc.database import Database
-from lab.targets import Target
 
 pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
 
@@ -169,54 +166,8 @@ def checkable_capacity(served: Served, endpoint: Endpoint) -> int | None:
     return capacity
 
 
-# The probes mostly wait: every selected case's are timed on a server of its own (started as
-# `served` is), PROFILES_AT_ONCE cases at a time, in one module fixture; each test reads its
-# endpoint's result. Within a case, capacity_problems times the unbounded claims at once.
-PROFILES_AT_ONCE = 3
-Timed = dict[tuple[str, str], dict[str, str | None]]  # case -> endpoint -> problem
-
-
-def timed_capacities(
-    target: Target, profile: str, upstream_url: str, database_url: str
-) -> dict[str, str | None]:
-    proc = start_target(target, profile, upstream_url, WORKERS="1", DATABASE_URL=database_url)
-    try:
-        capacity = get(proc.url, "/info").body["capacity"]
-        claimed = [
-            (e, capacity[e.name])
-            for e in WAITING
-            if capacity[e.name] is None or capacity[e.name] + 1 <= MAX_PROBE
-        ]
-        found = capacity_problems(proc.url, claimed)
-    except Exception as exc:  # every endpoint says so; the server is stopped below
-        found = {e.name: f"{type(exc).__name__}: {exc}" for e in WAITING}
-    finally:
-        report = proc.stop()
-    where = f" (log {proc.log_path})"
-    if not report.clean:
-        found = {name: (p or "") + f"; SIGTERM left {report.leftover}" for name, p in found.items()}
-    return {name: p and p + where for name, p in found.items()}
-
-
-@pytest.fixture(scope="module")
-def timed(
-    request: pytest.FixtureRequest, upstream: server.ServerProcess, database: Database
-) -> Timed:
-    wanted = {
-        (t.name, p): (t, p)
-        for item in request.session.items
-        if getattr(item, "originalname", "") == "test_capacity_claim"
-        for t, p in [item.callspec.params["served"]]
-    }
-
-    def run(case: tuple[Target, str]) -> tuple[tuple[str, str], dict[str, str | None]]:
-        target, profile = case
-        return (target.name, profile), timed_capacities(target, profile, upstream.url, database.url)
-
-    with ThreadPoolExecutor(PROFILES_AT_ONCE) as pool:
-        return dict(pool.map(run, wanted.values()))
-
-
+# Timed with the other claims that mostly wait, several cases at a time on servers of their
+# own (harness/timed.py); within a case, the unbounded claims at once.
 @pytest.mark.parametrize("endpoint", WAITING, ids=[e.name for e in WAITING])
 def test_capacity_claim(served: Served, endpoint: Endpoint, timed: Timed) -> None:
     checkable_capacity(served, endpoint)  # skips a capacity too large to check
