@@ -120,6 +120,13 @@ class Matrix:
     # The longest a cell the model says would complete too few requests may be lengthened to
     # ("" = the model's own cap, MAX_CELL_S): how a quick matrix keeps its time budget.
     max_duration: str = ""
+    # How long k6 lets the requests in flight at the end of the duration finish ("" = lab.js's
+    # GRACEFUL_STOP, 3 s): a saturated server serves at its full rate meanwhile, so a
+    # shorter grace leaves the rate as it was and saves the rest (quick.toml says what it costs).
+    graceful_stop: str = ""
+    # The longest a server that compiles while it runs (/info's jit) is warmed up before its
+    # calibration ("" = lab.run.warmup.MAX_S, 30 s): a cell not steady by then says so.
+    warm_up_max: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,6 +172,8 @@ _KEYS = {
     "post": "a table: the post's citation and its claims (see lab/report/posts.py)",
     "python": "an interpreter label such as '3.13' or a list of them",
     "max_duration": "a duration such as 8s: the longest a cell may be lengthened",
+    "graceful_stop": "a duration such as 1s: how long k6 lets the requests in flight finish",
+    "warm_up_max": "a duration such as 6s: the longest a JIT's warm-up may take",
 }
 
 
@@ -249,15 +258,13 @@ def from_toml(name: str, data: dict[str, Any], where: str = "matrix") -> Matrix:
         raise bad("env")
     if "post" in data and not isinstance(data["post"], dict):
         raise bad("post")
-    if "max_duration" in data:
-        try:
-            if (
-                not isinstance(data["max_duration"], str)
-                or parse_duration(data["max_duration"]) <= 0
-            ):
-                raise bad("max_duration")
-        except MatrixError:
-            raise bad("max_duration") from None
+    for key, least in (("max_duration", 0.0), ("graceful_stop", -1.0), ("warm_up_max", 0.0)):
+        if key in data:
+            try:
+                if not isinstance(data[key], str) or parse_duration(data[key]) <= least:
+                    raise bad(key)
+            except MatrixError:
+                raise bad(key) from None
     if "python" in data:
         if isinstance(data["python"], str):
             data = {**data, "python": [data["python"]]}

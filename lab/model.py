@@ -64,7 +64,8 @@ client's CPU at the knee).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 TOLERANCE = 0.05
@@ -94,6 +95,13 @@ BOUNDS = (
     "open-rate",
 )
 LOAD_SIDE = ("loadgen", "upstream-cpu", "db-cpu")  # the bounds on k6's CPUs
+# A calibration's short window (lab/run/calibrate.py, SHORT_WALL_S) reads a CPU per request
+# that may be off by this much (CONTRACT.md, 'The capacity model', d: a CV of 13.7 % over
+# 0.3 s, and 18 % high right after a warm-up); its reading is kept only when an error that
+# large moves the prediction by less than CPU_SENSITIVITY_MAX, a fifth of the tolerance.
+SHORT_CPU_ERROR = 0.25
+CPU_SENSITIVITY_MAX = 0.01
+MEASURED_CPUS = ("server_cpu_ms", "upstream_cpu_ms", "db_cpu_ms")
 
 
 @dataclass(frozen=True)
@@ -249,6 +257,24 @@ def predict(
     x = min(x_cpu, slot)
     bound = min(ceilings, key=lambda k: ceilings[k])
     return Prediction(x, vus / x * 1000.0, bound, ceilings)
+
+
+def cpu_sensitivity(
+    demand: Demand, rps_of: Callable[[Demand], float | None], error: float = SHORT_CPU_ERROR
+) -> float:
+    """How far the predicted rate (rps_of: a cell's prediction from a demand) moves, the
+    largest relative change, when one of the CPUs per request the calibration measured (the
+    server's, the upstream's, the database's) is off by ±error; inf without a prediction."""
+    base = rps_of(demand)
+    if not base:
+        return math.inf
+    worst = 0.0
+    for name in MEASURED_CPUS:
+        value = getattr(demand, name)
+        for factor in (1 - error, 1 + error) if value else ():
+            rps = rps_of(replace(demand, **{name: value * factor}))
+            worst = max(worst, abs(rps / base - 1) if rps else math.inf)
+    return worst
 
 
 def _open(

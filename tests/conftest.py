@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from harness.targets import CASE_IDS, CASES, Served, start_target
+from harness.timed import CHECKS, Timed, check_all
 
 from lab.contract import Contract, load
 from lab.proc import server
@@ -125,6 +126,22 @@ def served(
         f"SIGTERM left {report.leftover} (port free: {report.port_free}); log {proc.log_path}"
     )
     assert report.seconds < server.STOP_GRACE_S, f"log {proc.log_path}"
+
+
+@pytest.fixture(scope="session")
+def timed(
+    request: pytest.FixtureRequest, upstream: server.ServerProcess, database: Database
+) -> Timed:
+    """The claims that mostly wait, of every selected case, checked several cases at a time
+    on servers of their own (harness/timed.py); each test reads its case's result."""
+    wanted: dict[tuple[str, str], tuple[Any, str, set[str]]] = {}
+    for item in request.session.items:
+        check = CHECKS.get(getattr(item, "originalname", ""))
+        case = check and getattr(item, "callspec", None) and item.callspec.params.get("served")
+        if case:
+            target, profile = case
+            wanted.setdefault((target.name, profile), (target, profile, set()))[2].add(check)
+    return check_all(list(wanted.values()), upstream.url, database)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -208,6 +208,17 @@ class ServerProcess(ProcessWithLog):
     def start(self, health_timeout: float = 30.0, show_output: bool = False) -> Self:
         """Start and wait for /health. Output goes to the log file, or to ours with show_output.
         The server gets its own session: Ctrl-C reaches the lab, which stops it in order."""
+        self.launch(show_output)
+        try:
+            self.wait_healthy(health_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def launch(self, show_output: bool = False) -> None:
+        """Start the process, without waiting for it to be ready (wait_healthy). From the main
+        thread: the parent-death signal follows the thread that forks (lab.proc.children)."""
         if port_in_use(self.port, self.host):
             raise ServerError(f"port {self.port} on {self.host} is already in use")
         out: IO[bytes] | None = None
@@ -221,12 +232,6 @@ class ServerProcess(ProcessWithLog):
             stdout=out,
             stderr=subprocess.STDOUT if out else None,
         )
-        try:
-            self.wait_healthy(health_timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

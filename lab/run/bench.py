@@ -29,7 +29,7 @@ from lab.proc.database import Database, DatabaseUnavailable, bin_dir, display_ur
 from lab.record import RunMeta
 from lab.run import loadgen
 from lab.run.progress import clock
-from lab.run.runner import OVERHEAD_ESTIMATE_S, Options, Runner, estimate_s, summary_table
+from lab.run.runner import OVERHEAD_S, Options, Runner, estimate_s, summary_table
 from lab.rundir import RESULTS_DIR, RunDir, read_run, resolve
 from lab.targets import Profile, Target, UnknownChoice, discover, find
 
@@ -191,7 +191,9 @@ def plan_text(name: str, cells: list[Cell], max_cell_s: float = MAX_CELL_S) -> s
     for i, c in enumerate(cells, 1):
         lines.append(f"  {i:>{width}}  {c.id}  {c.expected_s:g} s")
     lines.append(
-        f"each cell adds about {OVERHEAD_ESTIMATE_S:g} s to its load (start, calibration, stop); "
+        "each cell adds to its load its start, calibration and stop (about "
+        + ", ".join(f"{s:g} s in {lang}" for lang, s in OVERHEAD_S.items())
+        + "); "
         f"a cell the model says would complete too few requests runs longer (at most "
         f"{max_cell_s:g} s)"
     )
@@ -283,6 +285,10 @@ def _new_plan(args: argparse.Namespace, all_targets: bool) -> Plan:
     options = Options(url=args.url, port=args.port, pin=not args.no_pin, db_url=args.db_url)
     if matrix.max_duration:
         options.max_cell_s = parse_duration(matrix.max_duration)
+    if matrix.graceful_stop:
+        options.graceful_stop_s = parse_duration(matrix.graceful_stop)
+    if matrix.warm_up_max:
+        options.warm_up_max_s = parse_duration(matrix.warm_up_max)
     if args.canary_rate is not None:
         options.canary_rate = args.canary_rate
     plan = Plan(matrix.name, cells, set(), options, matrix={**matrix.to_json(), "seed": seed})

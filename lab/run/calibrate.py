@@ -28,6 +28,10 @@ from lab.run import loadgen
 # (measured: CONTRACT.md, 'The capacity model', d).
 CPU_S = 1.0
 WALL_S = 1.5
+# A first, shorter window: enough where the prediction barely depends on the CPU it reads
+# (a 100 ms wait dwarfs a millisecond of CPU); the runner measures the whole window again
+# when it does not (lab.model.cpu_sensitive).
+SHORT_WALL_S = 0.5
 MIN_REQUESTS = 5
 PARALLEL = 8  # connections at most
 WAIT_MS = 10  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
@@ -170,12 +174,14 @@ def server_cost(
     upstream_pid: int | None = None,
     *,
     db_pid: int | None = None,
+    wall_s: float = WALL_S,
 ) -> ServerCost:
     """The server's CPU per request: min(VUs, PARALLEL) kept-alive connections (as k6 keeps
     them), each sending its requests one after another, until the server has used CPU_S of
     CPU or WALL_S have passed. Several connections because a server idle between requests
     pays a wake-up per request that a loaded one shares out (measured: CONTRACT.md, 'The
-    capacity model', d). The requests wait as the cell's do, only shorter (cpu_query). Then
+    capacity model', d); wall_s: a shorter window (SHORT_WALL_S). The requests wait as the
+    cell's do, only shorter (cpu_query). Then
     the round trip, on one connection. The upstream's and the database's CPU (db_pid: the
     top of its process tree, PostgreSQL's backends being children of the postmaster) are
     read over the same requests."""
@@ -189,7 +195,7 @@ def server_cost(
         srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db0 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
-        count = send_until(conns, path, server_pid, srv0, CPU_S, WALL_S, MIN_REQUESTS)
+        count = send_until(conns, path, server_pid, srv0, CPU_S, wall_s, MIN_REQUESTS)
         srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up1 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db1 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)

@@ -40,9 +40,12 @@ def binary() -> str:
     return found
 
 
-def environment(cell: Cell, base_url: str, summary: Path, canary_rate: int) -> dict[str, str]:
+def environment(
+    cell: Cell, base_url: str, summary: Path, canary_rate: int, graceful_stop_s: float | None = None
+) -> dict[str, str]:
     """k6's environment: the cell's values only. Variables the script reads that the cell does
-    not set (a RATE or N left in the user's shell) must not leak in."""
+    not set (a RATE or N left in the user's shell) must not leak in. graceful_stop_s: the
+    run's grace for the requests in flight at the end (None: lab.js's own)."""
     script_vars = {"RATE", "ITERATIONS", "TIMEOUT", "GRACEFUL_STOP"} | {
         p.name.upper() for e in load().endpoints for p in e.params
     }
@@ -59,6 +62,8 @@ def environment(cell: Cell, base_url: str, summary: Path, canary_rate: int) -> d
     env.update({name.upper(): str(value) for name, value in cell.params})
     if cell.rate:
         env["RATE"] = str(cell.rate)
+    if graceful_stop_s is not None:
+        env["GRACEFUL_STOP"] = f"{round(graceful_stop_s * 1000)}ms"
     if cell.iterations:
         # A fixed number of requests (a post's sequential client or burst): no canary, whose
         # requests the post did not send and whose DURATION would outlast the iterations.
@@ -102,6 +107,7 @@ def start(
     log: Path,
     cpus: list[int] | None = None,
     canary_rate: int = CANARY_RATE,
+    graceful_stop_s: float | None = None,
 ) -> K6Run:
     # --address "": no REST API, so cells never collide on its port 6565.
     command = [binary(), "run", "--quiet", "--no-color", "--address", "", str(SCRIPT)]
@@ -112,7 +118,7 @@ def start(
         proc = children.spawn(
             command,
             "k6",
-            environment(cell, base_url, summary, canary_rate),
+            environment(cell, base_url, summary, canary_rate, graceful_stop_s),
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,

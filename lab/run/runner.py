@@ -30,10 +30,21 @@ from lab.record import CellResult, utc_now
 from lab.run import calibrate, loadgen, warmup
 from lab.run.progress import Progress, clock
 from lab.rundir import RunDir
-from lab.targets import find
+from lab.targets import discover, find
 
-OVERHEAD_ESTIMATE_S = 4.0  # start, health, warm-up, stop: what a cell costs beyond its load
+# What a cell costs beyond its load, by its server's language (measured: the quick run
+# 20261125-015021, a cell's wall time less its k6 run): the start to /health (Go 0.05 s,
+# Node 0.3, Python 1.0, the next cell's beside this one's stop), the warm-up, the
+# calibration (0.5 or 1.5 s of requests, or 1 s of the server's CPU), the timeline's batch,
+# k6's start and summary (0.25 s at 50 VUs) and the stop (Python 0.2-0.6 s; a loop that
+# /blocking or /cpu saturated first answers its queue, 2-4 s).
+OVERHEAD_S = {"go": 1.3, "node": 1.9, "python": 3.0}
+# A language not measured yet: Python's, plus a JVM's start on one CPU (Spring Boot's 3-6 s)
+# and a longer warm-up for its JIT (7.5 s in all); its own figure replaces it once measured.
+OVERHEAD_UNMEASURED_S = 10.5
 TIMELINE_KINDS = ("sleep", "cpu")
+# Kinds whose rate is their CPU per request: always the calibration's whole window.
+CPU_KINDS = ("cpu", "none")
 TIMELINE_MAX = 24  # requests in one timeline batch
 # A cell with more failed requests than this share is an error, never a verdict: failed
 # requests distort both throughput (a 502 without an upstream returns in microseconds) and
@@ -52,6 +63,10 @@ class Options:
     # k6 ends at duration + GRACEFUL_STOP (3 s) + its summary; beyond this margin it hung.
     k6_margin_s: float = 60.0
     max_cell_s: float = model.MAX_CELL_S  # the longest a cell may be lengthened (a matrix's)
+    warm_up_max_s: float = warmup.MAX_S  # the longest a JIT's warm-up may take (a matrix's)
+    # k6's grace for the requests in flight when the duration ends (a matrix's graceful_stop;
+    # None: lab.js's GRACEFUL_STOP, 3 s)
+    graceful_stop_s: float | None = None
     # --db-url: the user's PostgreSQL instead of the embedded one (nothing started or pinned)
     db_url: str | None = None
 
@@ -73,8 +88,17 @@ def cpu_split(pin: bool = True) -> tuple[list[int] | None, list[int] | None]:
     return cpus[:half], cpus[half:]
 
 
-def estimate_s(cells: list[Cell]) -> float:
-    return sum(c.expected_s + OVERHEAD_ESTIMATE_S for c in cells)
+def overhead_s(language: str) -> float:
+    """What a cell of a server in this language costs beyond its load (OVERHEAD_S)."""
+    return OVERHEAD_S.get(language, OVERHEAD_UNMEASURED_S)
+
+
+def estimate_s(cells: list[Cell], languages: dict[str, str] | None = None) -> float:
+    """How long the cells should take: each one's load and its language's overhead.
+    languages: target -> language (default: the discovered targets')."""
+    if languages is None:
+        languages = {t.name: t.language for t in discover()}
+    return sum(c.expected_s + overhead_s(languages.get(c.target, "")) for c in cells)
 
 
 def _one_line(text: str, limit: int = 600) -> str:
@@ -99,6 +123,11 @@ class Attempt:
     database: Database | None = None  # the run's database a db cell queries (embedded only)
     k6run: loadgen.K6Run | None = None
     sampler: Sampler | None = None
+    queried: Database | None = None  # the database a db cell's server queries (the user's too)
+    # Started beside the previous cell's stop (Runner._prestart): the thread starting the
+    # server, and what it raised.
+    starting: threading.Thread | None = None
+    start_error: BaseException | None = None
 
 
 class Runner:
@@ -119,6 +148,8 @@ class Runner:
         self.servers: dict[str, Any] = {}
         # k6's cost per request, measured once per VU count (it grows with the VUs)
         self.loadgen: dict[int, calibrate.LoadgenCost] = {}
+        # the next cell, its server started while the last one's stopped (cell's following)
+        self.upcoming: Attempt | None = None
 
     # --- the run ------------------------------------------------------------------------
 
@@ -142,15 +173,20 @@ class Runner:
                 file=sys.stderr,
             )
             progress = Progress(len(todo), estimate_s(todo))
-            for cell in todo:
+            for i, cell in enumerate(todo):
                 progress.show(cell.id)
-                row = self.cell(cell, index=len(done) + len(rows) + 1)
+                index = len(done) + len(rows) + 1
+                following = todo[i + 1] if i + 1 < len(todo) else None
+                row = self.cell(cell, index, self.upcoming, following)
                 self.run.append(row)
                 rows.append(row)
                 progress.advance(_brief(row))
                 interrupt.check()  # a signal during the cell's clean-up ends the run here
         finally:
             with interrupt.shielded():
+                if self.upcoming:  # started for a cell the run did not reach
+                    _discard(self.upcoming)
+                    self.upcoming = None
                 if self.upstream:
                     self.upstream.stop()
                     self.upstream = None
@@ -256,13 +292,20 @@ class Runner:
 
     # --- one cell -------------------------------------------------------------------------
 
-    def cell(self, cell: Cell, index: int) -> CellResult:
+    def cell(
+        self,
+        cell: Cell,
+        index: int,
+        ready: Attempt | None = None,
+        following: Cell | None = None,
+    ) -> CellResult:
         """One cell in stages: serve, plan, load, judge. A stage that fails makes the row an
-        error; the clean-up stops whatever was started, whichever stage it was."""
-        started = time.monotonic()
-        attempt = Attempt(
-            cell, self.contract[cell.endpoint], self._row(cell), self._stem(cell, index), started
-        )
+        error; the clean-up stops whatever was started, whichever stage it was. ready: this
+        cell with its server already starting; following: the next cell, whose server starts
+        while this one's stops (then in self.upcoming)."""
+        attempt = ready or self._attempt(cell, index)
+        self.upcoming = None
+        judged = False  # not when a signal ends the run in a stage: then nothing is started
         try:
             self._serve(attempt)
             seconds = self._plan(attempt)
@@ -271,6 +314,7 @@ class Runner:
             if message:
                 raise CellError(message + self._server_tail(attempt, facts))
             judge(attempt.row)
+            judged = True
         except (CellError, server.ServerError, calibrate.CalibrationError, OSError) as exc:
             message = _explain(exc, self.run.path)
             died = database_death(attempt.database)
@@ -278,10 +322,59 @@ class Runner:
                 message = f"{died}: {message}"
             attempt.row.update(status="error", error=_one_line(message))
             judge(attempt.row)
+            judged = True
         finally:
             with interrupt.shielded():  # bounded: a few seconds at most, whatever died
-                self._clean_up(attempt)
+                start_next = judged and not interrupt.requested()
+                after = (following, index + 1) if following is not None and start_next else None
+                self.upcoming = self._clean_up(attempt, after)
         return attempt.row
+
+    def _attempt(self, cell: Cell, index: int) -> Attempt:
+        return Attempt(
+            cell,
+            self.contract[cell.endpoint],
+            self._row(cell),
+            self._stem(cell, index),
+            time.monotonic(),
+        )
+
+    def _prestart(self, cell: Cell, index: int) -> Attempt | None:
+        """The next cell with its server starting, in a thread, while this cell's server
+        stops: both only wait for processes (a server's start is its imports; a stop, its
+        queue of answers nobody reads), and neither is measured. The next cell's warm-up
+        and calibration begin once this server is gone. None (the cell starts its server in
+        its own turn): no local server, a fixed --port, or a database that needs a restart."""
+        if self.options.url or self.options.port:
+            return None
+        db = self.database
+        if self.contract[cell.endpoint].kind == "db" and not (
+            db and (not db.embedded or db.alive())
+        ):
+            return None
+        attempt = self._attempt(cell, index)
+        try:
+            self._prepare(attempt)
+            assert attempt.proc is not None
+            started = time.monotonic()
+            attempt.proc.launch()  # here: the parent-death signal follows the forking thread
+        except (CellError, server.ServerError, DatabaseError, OSError):
+            if attempt.proc is not None:
+                attempt.proc.stop()
+            return None  # prepared again in its own turn, which says what failed
+        proc = attempt.proc
+
+        def ready() -> None:
+            try:
+                proc.wait_healthy(self.options.health_timeout)
+                attempt.row.server_start_s = time.monotonic() - started
+                attempt.base = proc.url
+            except BaseException as exc:  # raised in the cell's own turn (_serve)
+                attempt.start_error = exc
+
+        attempt.starting = threading.Thread(target=ready, daemon=True)
+        attempt.starting.start()
+        return attempt
 
     def _row(self, cell: Cell) -> CellResult:
         """The cell's row before anything is measured."""
@@ -303,34 +396,54 @@ class Runner:
             started_at=utc_now(),
         )
 
-    def _serve(self, attempt: Attempt) -> None:
-        """Start the cell's server (or take --url's), read its /info and fill the row with it."""
+    def _prepare(self, attempt: Attempt) -> None:
+        """What the cell's server needs (its database, interpreter and upstream service) and
+        the server itself, not yet started; or --url's."""
         cell, row = attempt.cell, attempt.row
         db = self._database() if attempt.endpoint.kind == "db" else None
+        attempt.queried = db
         if db is not None and db.embedded:
             attempt.database = db
         if self.options.url:
             attempt.base = self.options.url.rstrip("/")
+            return
+        attempt.env = interpreter(cell)
+        row.update(**interpreters.row_fields({}, attempt.env))
+        upstream_url = self._upstream_url() if attempt.endpoint.kind == "upstream" else ""
+        attempt.proc = server.target_server(
+            find(cell.target),
+            cell.profile,
+            port=self.options.port,
+            cpus=self.server_cpus,
+            upstream_url=upstream_url or "http://127.0.0.1:9",
+            # Only a db cell's server opens pools: the others are measured as before the
+            # database existed (and a DATABASE_URL in the shell never reaches them).
+            env={"DATABASE_URL": db.url if db else ""},
+            log=self.run.logs / f"{attempt.stem}-server.log",
+            bin_dir=attempt.env.bin_dir if attempt.env and cell.python else None,
+        )
+
+    def _start(self, attempt: Attempt) -> None:
+        assert attempt.proc is not None
+        started = time.monotonic()
+        attempt.proc.start(self.options.health_timeout)
+        attempt.row.server_start_s = time.monotonic() - started
+        attempt.base = attempt.proc.url
+
+    def _serve(self, attempt: Attempt) -> None:
+        """Start the cell's server (or take --url's, or the one started beside the previous
+        cell's stop), read its /info and fill the row with it."""
+        cell, row = attempt.cell, attempt.row
+        if attempt.starting is not None:
+            while attempt.starting.is_alive():  # its start is bounded by health_timeout
+                attempt.starting.join(0.05)
+            if attempt.start_error is not None:
+                raise attempt.start_error
         else:
-            attempt.env = interpreter(cell)
-            row.update(**interpreters.row_fields({}, attempt.env))
-            upstream_url = self._upstream_url() if attempt.endpoint.kind == "upstream" else ""
-            attempt.proc = server.target_server(
-                find(cell.target),
-                cell.profile,
-                port=self.options.port,
-                cpus=self.server_cpus,
-                upstream_url=upstream_url or "http://127.0.0.1:9",
-                # Only a db cell's server opens pools: the others are measured as before the
-                # database existed (and a DATABASE_URL in the shell never reaches them).
-                env={"DATABASE_URL": db.url if db else ""},
-                log=self.run.logs / f"{attempt.stem}-server.log",
-                bin_dir=attempt.env.bin_dir if attempt.env and cell.python else None,
-            )
-            started = time.monotonic()
-            attempt.proc.start(self.options.health_timeout)
-            row.server_start_s = time.monotonic() - started
-            attempt.base = attempt.proc.url
+            self._prepare(attempt)
+            if attempt.proc is not None:
+                self._start(attempt)
+        db = attempt.queried
         status, info = server.get_json(f"{attempt.base}/info")
         attempt.info = info if status == 200 and isinstance(info, dict) else {}
         self.servers.setdefault(cell.series, attempt.info)
@@ -354,15 +467,32 @@ class Runner:
         warm_up(attempt.base, endpoint, cell)
         if attempt.proc and warmup.compiles_while_running(attempt.info):
             compilers = warmup.compiler_threads(attempt.info)
-            warmed = warmup.until_steady(attempt.base, endpoint, cell, attempt.proc.pid, compilers)
+            warmed = warmup.until_steady(
+                attempt.base,
+                endpoint,
+                cell,
+                attempt.proc.pid,
+                compilers,
+                self.options.warm_up_max_s,
+            )
             row.update(
                 warm_up_s=round(warmed.seconds, 2),
                 warm_up_requests=warmed.requests,
                 warm_up_steady=warmed.steady,
             )
-        # The model's inputs, on the idle server, and its prediction: before the load.
-        demand = self.calibrate(cell, endpoint, attempt.base, attempt.proc, attempt.database)
+        # The model's inputs, on the idle server, and its prediction: before the load. Where
+        # the wait dwarfs the CPU, a short calibration window does: it is kept only if the
+        # prediction hardly depends on what it read, else the whole window is measured.
+        args = (cell, endpoint, attempt.base, attempt.proc, attempt.database)
+        short = endpoint.kind not in CPU_KINDS
+        wall = calibrate.SHORT_WALL_S if short else calibrate.WALL_S
+        demand = self.calibrate(*args, wall_s=wall)
         prediction = self.predict(cell, endpoint, demand, attempt.info, row)
+        if short and self._cpu_sensitivity(cell, endpoint, demand, attempt.info) > (
+            model.CPU_SENSITIVITY_MAX
+        ):
+            demand = self.calibrate(*args)
+            prediction = self.predict(cell, endpoint, demand, attempt.info, row)
         seconds, row.censored = model.planned_duration_s(
             cell.duration_s, prediction.rps, self.options.max_cell_s
         )
@@ -385,6 +515,7 @@ class Runner:
             self.run.logs / f"{attempt.stem}-k6.log",
             self.k6_cpus,
             self.options.canary_rate,
+            self.options.graceful_stop_s,
         )
         pids = {"k6": attempt.k6run.proc.pid}
         if attempt.proc:
@@ -426,19 +557,24 @@ class Runner:
         tail = attempt.proc.log_tail(5) if attempt.proc and facts.server_failed else ""
         return f" | {tail}" if tail else ""
 
-    def _clean_up(self, attempt: Attempt) -> None:
+    def _clean_up(
+        self, attempt: Attempt, following: tuple[Cell, int] | None = None
+    ) -> Attempt | None:
         """Stop the sampler, k6 and the server, whatever stage the cell reached (each stop is
-        bounded); the stop's report and the cell's wall time go into the row."""
+        bounded); the stop's report and the cell's wall time go into the row. following: the
+        next cell (and its index), whose server starts while this one stops (returned)."""
         if attempt.sampler:
             attempt.sampler.stop()
         if attempt.k6run:
             attempt.k6run.kill()
+        upcoming = self._prestart(*following) if following else None
         if attempt.proc:
             report = attempt.proc.stop()
             attempt.row.server_stop_s = report.seconds
             if not report.clean and attempt.row.status == "ok":
                 attempt.row.error = f"stop needed SIGKILL for {report.leftover}"
         attempt.row.cell_s = time.monotonic() - attempt.started
+        return upcoming
 
     def _stem(self, cell: Cell, index: int) -> str:
         """File names of a cell's logs and summary; a retried cell does not overwrite."""
@@ -488,14 +624,22 @@ class Runner:
         base: str,
         proc: server.ServerProcess | None,
         database: Database | None = None,
+        wall_s: float = calibrate.WALL_S,
     ) -> model.Demand:
         """The model's inputs, measured on the idle server (and k6's cost per request at this
-        many VUs, measured once); a db cell's database's CPU per request when it is ours."""
+        many VUs, measured once); a db cell's database's CPU per request when it is ours.
+        wall_s: the calibration's window (calibrate.server_cost)."""
         k6 = self.loadgen_cost(cell.vus)
         upstream_pid = self.upstream.pid if endpoint.kind == "upstream" and self.upstream else None
         db_pid = database.proc.pid if database and database.proc else None  # its whole tree
         cost = calibrate.server_cost(
-            base, endpoint, cell, proc.pid if proc else None, upstream_pid, db_pid=db_pid
+            base,
+            endpoint,
+            cell,
+            proc.pid if proc else None,
+            upstream_pid,
+            db_pid=db_pid,
+            wall_s=wall_s,
         )
         service = endpoint.service_ms(dict(cell.params))
         if service is None:  # "calibrated" in the contract (/db-rows): the wait measured
@@ -510,13 +654,28 @@ class Runner:
             db_cpu_ms=cost.db_cpu_ms,
         )
 
+    def _load_cpus(self) -> int:
+        return len(self.k6_cpus) if self.k6_cpus else (os.cpu_count() or 1)
+
+    def _cpu_sensitivity(
+        self, cell: Cell, endpoint: Any, demand: model.Demand, info: dict[str, Any]
+    ) -> float:
+        load_cpus = self._load_cpus()
+        return model.cpu_sensitivity(
+            demand,
+            lambda d: (
+                model.predict(
+                    endpoint.kind, cell.endpoint, d, cell.vus, cell.rate, info, load_cpus
+                ).rps
+            ),
+        )
+
     def predict(
         self, cell: Cell, endpoint: Any, demand: model.Demand, info: dict[str, Any], row: CellResult
     ) -> model.Prediction:
         """The model's prediction of the cell; fills the model's columns."""
-        load_cpus = len(self.k6_cpus) if self.k6_cpus else (os.cpu_count() or 1)
         p = model.predict(
-            endpoint.kind, cell.endpoint, demand, cell.vus, cell.rate, info, load_cpus
+            endpoint.kind, cell.endpoint, demand, cell.vus, cell.rate, info, self._load_cpus()
         )
         row.update(
             service_ms=demand.service_ms,
@@ -532,6 +691,14 @@ class Runner:
             bound=p.bound,
         )
         return p
+
+
+def _discard(attempt: Attempt) -> None:
+    """A cell whose server was started for it, when the run ends before it: stopped."""
+    if attempt.starting is not None:
+        attempt.starting.join()  # bounded by the start's health timeout
+    if attempt.proc is not None:
+        attempt.proc.stop()
 
 
 def judge(row: CellResult) -> None:

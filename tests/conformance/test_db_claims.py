@@ -12,6 +12,7 @@ import pytest
 from harness.claims import db_claim_problem, db_rows_problem
 from harness.support import get
 from harness.targets import TARGETS, Served, start_target
+from harness.timed import Timed
 
 from lab.contract import Contract, Endpoint, load
 from lab.proc import server
@@ -47,13 +48,13 @@ def test_db_rows_reads_the_table(served: Served, database: Database) -> None:
     assert problem is None, problem
 
 
+# Timed with the other claims that mostly wait, several cases at a time (harness/timed.py).
 @pytest.mark.parametrize("endpoint", TIMED, ids=[e.name for e in TIMED])
-def test_db_claim(served: Served, database: Database, endpoint: Endpoint) -> None:
+def test_db_claim(served: Served, endpoint: Endpoint, timed: Timed) -> None:
     capacity = served.info["capacity"][endpoint.name]
     if capacity is not None and capacity + 1 > MAX_PROBE:
         pytest.skip(f"capacity {capacity} needs more than {MAX_PROBE} concurrent requests")
-    target = served.proc.env["LAB_TARGET"]
-    problem = db_claim_problem(served.proc, target, database, endpoint, served.info)
+    problem = timed[(served.target.name, served.profile)][endpoint.name]
     assert problem is None, problem
 
 

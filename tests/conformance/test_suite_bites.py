@@ -51,6 +51,19 @@ def test_blocking_while_claiming_unbounded_is_caught(liar: str) -> None:
     assert problem is not None and "should take 1 x" in problem, problem
 
 
+def test_lies_are_caught_when_timed_together(liar: str) -> None:
+    """The suite times a server's unbounded claims at once (claims.capacity_problems): the
+    loop that blocks still shows, and so does the pool that serves more than it claims; the
+    endpoint that answers before its work, timed beside the blocked loop, is timed again alone
+    and ends too early."""
+    capacity = get(liar, "/info").body["capacity"]
+    claimed = [(CONTRACT[name], capacity[name]) for name in ("async", "gather", "sync")]
+    found = claims.capacity_problems(liar, claimed)
+    assert "should take 1 x" in (found["async"] or ""), found
+    assert "should take 2 x" in (found["sync"] or ""), found
+    assert found["gather"] is not None, found
+
+
 def test_answering_before_the_work_is_done_is_caught(liar: str) -> None:
     problem = claims.single_timing_problem(liar, CONTRACT["gather"])
     assert problem is not None and "before its" in problem, problem
@@ -361,6 +374,14 @@ def node_liar(upstream: server.ServerProcess) -> Iterator[server.ServerProcess]:
 def test_node_honest_claims_pass(node_honest: server.ServerProcess, endpoint: str) -> None:
     capacity = info_of(node_honest)["capacity"][endpoint]
     assert claims.capacity_problem(node_honest.url, CONTRACT[endpoint], capacity) is None
+
+
+def test_node_honest_claims_pass_timed_together(node_honest: server.ServerProcess) -> None:
+    """Every waiting claim, the unbounded ones at once, as the suite times them."""
+    capacity = info_of(node_honest)["capacity"]
+    waiting = [e for e in CONTRACT.bench_endpoints() if e.kind in ("sleep", "upstream")]
+    found = claims.capacity_problems(node_honest.url, [(e, capacity[e.name]) for e in waiting])
+    assert found == dict.fromkeys(found), found
 
 
 @pytest.mark.parametrize(

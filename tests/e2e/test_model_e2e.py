@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -87,13 +88,78 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("bound", list(CASES))
-def test_bound_end_to_end(tmp_path: Path, bound: str) -> None:
+def fresh_cpu_ms(row: CellResult, folder: Path) -> float | None:
+    """The cell's CPU per request read again right after its run, the runner's way
+    (calibrate.server_cost on a fresh server of the same target, pinned to the CPU the run
+    gave it): what the host's CPUs do now."""
+    from lab.contract import load
+    from lab.matrix import Cell
+    from lab.proc import server
+    from lab.run import calibrate
+    from lab.targets import find
+
+    params = tuple((k, v) for k, v in (("ms", row.ms), ("n", row.n)) if v is not None)
+    cell = Cell(row.target, row.profile, row.endpoint, params, row.vus, None, "2s", 1)
+    cpus = [int(c) for c in row.server_cpus.split()] or None
+    folder.mkdir(parents=True, exist_ok=True)
+    proc = server.target_server(
+        find(row.target), row.profile, cpus=cpus, env={"WORKERS": "1"}, log=folder / "fresh.log"
+    )
+    proc.start(30)
+    try:
+        return calibrate.server_cost(proc.url, load()[row.endpoint], cell, proc.pid).cpu_ms
+    finally:
+        proc.stop()
+
+
+def host_speed_changed(row: CellResult, after_ms: float | None) -> str | None:
+    """A server-cpu cell below the band whose CPU per request under the load was not what
+    its calibration read: the model still holds if the host itself got slower (its CPU speed
+    varies on its own, a CV of 10-13 % here, and a CI run once read 11.9 ms under the load
+    against 8.0 calibrated, twice). A calibration taken right after the load on a fresh server
+    must read what the load did (within 30 %), and the prediction from it must be within the
+    band. A model that miscounts the CPUs misses by a factor with either calibration; a
+    calibration that misses part of the CPU reads as little afterwards as before."""
+    cost = cost_under_load_ms(row)
+    if row.bound != "server-cpu" or not cost or not row.efficiency or not after_ms:
+        return "no server-cpu cell to judge again"
+    during, before, _ = cost
+    if not 0.7 <= during / after_ms <= 1.3:
+        return f"a fresh calibration read {after_ms:.3f} ms, the load {during:.3f}: {row}"
+    efficiency = row.efficiency * after_ms / before  # the prediction made from after_ms
+    if not BAND[0] <= efficiency <= BAND[1]:
+        return f"efficiency {efficiency:.2f} from a fresh calibration ({after_ms:.3f} ms): {row}"
+    return None
+
+
+def judged(tmp_path: Path, bound: str) -> tuple[CellResult, str | None]:
     row = bench(tmp_path, *CASES[bound])
     problem = check(row, bound)
+    if problem and bound == "server-cpu" and row.bound == bound:
+        slowed = host_speed_changed(row, fresh_cpu_ms(row, tmp_path / "fresh"))
+        problem = None if slowed is None else f"{problem}; {slowed}"
+    return row, problem
+
+
+def test_a_fresh_calibration_excuses_only_the_host() -> None:
+    """The CI miss (8.0 ms calibrated, 11.9 under the load, FastAPI's one loop saturated) is
+    the host's when a calibration right after reads what the load did; not when it reads what
+    the first did (the calibration misses CPU), nor when the model counted two CPUs."""
+    row = CellResult(
+        status="ok", bound="server-cpu", rps=84.0, predicted_rps=125.0, efficiency=0.672,
+        server_cpu_ms=8.0, server_cpu_pct=100.0,
+    )  # fmt: skip
+    assert host_speed_changed(row, 11.5) is None
+    assert "fresh calibration read 8.100" in (host_speed_changed(row, 8.1) or "")
+    two_cpus = replace(row, predicted_rps=250.0, efficiency=0.336)
+    assert "efficiency 0.48" in (host_speed_changed(two_cpus, 11.5) or "")
+
+
+@pytest.mark.parametrize("bound", list(CASES))
+def test_bound_end_to_end(tmp_path: Path, bound: str) -> None:
+    row, problem = judged(tmp_path, bound)
     if problem:  # a shared machine: once more before calling it a failure
-        row = bench(tmp_path / "again", *CASES[bound])
-        problem = check(row, bound)
+        row, problem = judged(tmp_path / "again", bound)
     assert problem is None, problem
     # predicted before the load from measured inputs, and recorded
     assert row.server_cpu_ms and row.server_cpu_ms > 0

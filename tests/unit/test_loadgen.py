@@ -187,3 +187,13 @@ def test_environment_is_what_lab_js_accepts(
         assert main["executor"] == "constant-vus"
         assert (main["vus"], main["duration"]) == (4, "3s")
     assert scenarios["canary"]["rate"] == 2
+
+
+def test_a_matrix_grace_reaches_k6(tmp_path: Path, clean_shell: None) -> None:
+    """quick.toml's graceful_stop: k6 lets the requests in flight finish for that long."""
+    c = cell("sync", (("ms", 100),))
+    env = loadgen.environment(c, "http://127.0.0.1:9", tmp_path / "s.json", 5, 1.0)
+    assert env["GRACEFUL_STOP"] == "1000ms"
+    scenarios = json.loads(k6_inspect(env).stdout)["scenarios"]
+    assert {s["gracefulStop"] for s in scenarios.values()} == {"1s"}
+    assert "GRACEFUL_STOP" not in loadgen.environment(c, "http://x", tmp_path / "s.json", 5)

@@ -354,38 +354,61 @@ def test_max_duration_is_read_and_checked() -> None:
     for bad in ("6", 6, "0s", "fast"):
         with pytest.raises(MatrixError, match="max_duration"):
             from_toml("m", {"max_duration": bad})
+    assert from_toml("m", {"graceful_stop": "1s"}).graceful_stop == "1s"
+    assert from_toml("m", {"graceful_stop": "0s"}).graceful_stop == "0s"  # none at all
+    for bad in ("1", 1, "soon"):
+        with pytest.raises(MatrixError, match="graceful_stop"):
+            from_toml("m", {"graceful_stop": bad})
+
+
+# Issue 22's JVM targets, counted before they land: the quick matrix keeps room for them, at
+# the overhead of a language not measured yet (OVERHEAD_UNMEASURED_S: a JVM's start and warm-up).
+COMING = {"jdkhttp": "java", "spring": "java"}
+# The time k6 waits for the requests in flight once a cell that is not lengthened ends: 0.23 s
+# on average over the 45 such cells of the quick run 20261125-015021 (at most the matrix's
+# graceful_stop, 1 s).
+TAIL_S = 0.25
 
 
 def test_quick_matrix_fits_its_budget_with_every_target() -> None:
-    """The README promises < 10 minutes for `just bench-all` whatever targets exist: the
-    estimate (which counts each cell's overhead) plus the worst case of lengthening every
-    cell to the matrix's cap stays within it."""
+    """The README promises < 10 minutes for `just bench-all` whatever targets exist, with
+    room for issue 22's two JVM targets until they land: the estimate (each cell's load and
+    its language's overhead) plus the worst case of lengthening every slow cell to the
+    matrix's cap, k6's grace after it, and the others' tails."""
+    from dataclasses import replace
+
     from lab.matrix import parse_duration
-    from lab.run.runner import OVERHEAD_ESTIMATE_S, estimate_s
+    from lab.run.runner import estimate_s
     from lab.tools import docs
 
     quick = load_matrix("quick")
     cells = expand(quick)
-    assert {c.target for c in cells} == {t.name for t in discover()}
-    assert estimate_s(cells) < 10 * 60
-    # a lengthened cell runs to the cap, then k6 gives the requests in flight 3 s of grace
-    # (lab.js GRACEFUL_STOP): 9.0 s measured where 3 s were planned
-    extra = parse_duration(quick.max_duration) - parse_duration(quick.duration) + 3.0
-    python = [
-        c for c in cells if c.target in {t.name for t in discover() if t.language == "python"}
-    ]
-    # ~7-10 rps: Python's CPU cells (100 ms each), and every waiting cell the server serves
+    languages = {t.name: t.language for t in discover()}
+    assert {c.target for c in cells} == set(languages)
+    for name in set(COMING) - set(languages):  # six cells, like any target's
+        languages[name] = COMING[name]
+        cells += [replace(c, target=name, profile="default") for c in cells if c.target == "gin"]
+    assert set(languages) == {t.name for t in TARGETS} | set(COMING)  # 13 today
+    assert len(cells) == len(quick.endpoints) * len(languages)
+    assert estimate_s(cells, languages) < 10 * 60
+    # a lengthened cell runs to the cap, then k6 gives the requests in flight the matrix's
+    # grace (measured_s: 7 s planned, 8.0 s measured)
+    duration, cap = parse_duration(quick.duration), parse_duration(quick.max_duration)
+    extra = cap - duration + parse_duration(quick.graceful_stop)
+    python = {t.name for t in discover() if t.language == "python"}
+    # ~7-15 rps: Python's CPU cells (70 ms each), and every waiting cell the server serves
     # with one slot per worker (CONTRACT.md's capacity table: W, and WORKERS=1 when pinned):
-    # 22 with today's 8 targets, the 22 a real run lengthened (20261122-171710)
+    # 21 with today's 11 targets, the 21 a real run lengthened (20261125-015021)
     table = docs.capacity_table()
-    slow = {c.id for c in python if c.endpoint in ("cpu", "cpu-pool")}
+    slow = {c.id for c in cells if c.target in python and c.endpoint in ("cpu", "cpu-pool")}
     slow |= {
         c.id
         for c in cells
-        if table[(c.target, c.profile)].get(c.endpoint) == "W"
+        if table.get((c.target, c.profile), {}).get(c.endpoint) == "W"
         and (load()[c.endpoint].service_ms(dict(c.params)) or 0) > 0
     }
-    assert estimate_s(cells) + extra * len(slow) < 10 * 60, (len(cells), OVERHEAD_ESTIMATE_S)
+    worst = estimate_s(cells, languages) + extra * len(slow) + TAIL_S * (len(cells) - len(slow))
+    assert worst < 10 * 60, (len(cells), len(slow), round(worst))
 
 
 def test_plan_starts_nothing_and_lists_every_cell(tmp_path: Any) -> None:
@@ -404,7 +427,7 @@ def test_plan_starts_nothing_and_lists_every_cell(tmp_path: Any) -> None:
     assert lines[0].startswith(f"quick: {len(cells)} cells, about ")
     assert "(nothing started)" in lines[0]
     assert len([line for line in lines if "@vus=" in line]) == len(cells)
-    assert "at most 6 s" in lines[-1]
+    assert f"at most {parse_duration(load_matrix('quick').max_duration):g} s" in lines[-1]
     assert not (tmp_path / "out").exists()  # no run folder, no server
 
 

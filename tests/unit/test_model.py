@@ -304,6 +304,22 @@ def test_planned_duration() -> None:
     assert "30 < 40 requests" in why
 
 
+def test_cpu_sensitivity_says_when_a_short_calibration_does() -> None:
+    """A 100 ms wait dwarfs a 0.1 ms CPU: 25 % off moves Go's /sync by a hundredth of a
+    percent; on a CPU-bound /hello the prediction moves with the CPU, one for one."""
+
+    def rps_of(kind: str, endpoint: str, info: dict[str, Any]) -> Any:
+        return lambda d: model.predict(kind, endpoint, d, 50, None, info, 1).rps
+
+    waits = Demand(100.0, 0.1, 0.3, None, K6_US)
+    moved = model.cpu_sensitivity(waits, rps_of("sleep", "sync", go(sync=None)))
+    assert moved < 0.001 < model.CPU_SENSITIVITY_MAX
+    works = Demand(0.0, 0.5, 0.2, None, K6_US)
+    moved = model.cpu_sensitivity(works, rps_of("none", "hello", py(hello=None)))
+    assert moved > 0.2 > model.CPU_SENSITIVITY_MAX
+    assert model.cpu_sensitivity(works, lambda d: None) == math.inf
+
+
 def test_too_few() -> None:
     assert model.too_few(40) == ""
     assert "only 7 requests" in model.too_few(7)
