@@ -260,18 +260,22 @@ def predict(
 
 
 def cpu_sensitivity(
-    demand: Demand, rps_of: Callable[[Demand], float | None], error: float = SHORT_CPU_ERROR
+    demand: Demand,
+    rps_of: Callable[[Demand], float | None],
+    error: float = SHORT_CPU_ERROR,
+    factors: tuple[float, ...] | None = None,
 ) -> float:
     """How far the predicted rate (rps_of: a cell's prediction from a demand) moves, the
     largest relative change, when one of the CPUs per request the calibration measured (the
-    server's, the upstream's, the database's) is off by ±error; inf without a prediction."""
+    server's, the upstream's, the database's) is off by ±error (or times each of factors);
+    inf without a prediction."""
     base = rps_of(demand)
     if not base:
         return math.inf
     worst = 0.0
     for name in MEASURED_CPUS:
         value = getattr(demand, name)
-        for factor in (1 - error, 1 + error) if value else ():
+        for factor in (factors or (1 - error, 1 + error)) if value else ():
             rps = rps_of(replace(demand, **{name: value * factor}))
             worst = max(worst, abs(rps / base - 1) if rps else math.inf)
     return worst

@@ -141,6 +141,8 @@ def warm_up_text(row: CellResult) -> str:
     """How long a server that compiles while it runs was warmed up before its calibration."""
     if row.warm_up_s is None:
         return ""
+    if not row.warm_up_requests:
+        return " · no JIT warm-up: the prediction hardly moves even with a cold JIT's CPU"
     requests = f"{row.warm_up_requests:,} requests" if row.warm_up_requests else "requests"
     if row.warm_up_steady:
         return f" · JIT warm-up {row.warm_up_s:.1f} s ({requests}) until steady"

@@ -465,28 +465,31 @@ class Runner:
         complete)."""
         cell, endpoint, row = attempt.cell, attempt.endpoint, attempt.row
         warm_up(attempt.base, endpoint, cell)
-        if attempt.proc and warmup.compiles_while_running(attempt.info):
-            compilers = warmup.compiler_threads(attempt.info)
-            warmed = warmup.until_steady(
-                attempt.base,
-                endpoint,
-                cell,
-                attempt.proc.pid,
-                compilers,
-                self.options.warm_up_max_s,
-            )
-            row.update(
-                warm_up_s=round(warmed.seconds, 2),
-                warm_up_requests=warmed.requests,
-                warm_up_steady=warmed.steady,
-            )
         # The model's inputs, on the idle server, and its prediction: before the load. Where
         # the wait dwarfs the CPU, a short calibration window does: it is kept only if the
         # prediction hardly depends on what it read, else the whole window is measured.
         args = (cell, endpoint, attempt.base, attempt.proc, attempt.database)
         short = endpoint.kind not in CPU_KINDS
         wall = calibrate.SHORT_WALL_S if short else calibrate.WALL_S
-        demand = self.calibrate(*args, wall_s=wall)
+        demand: model.Demand | None = None
+        if attempt.proc and warmup.compiles_while_running(attempt.info):
+            # A JIT's cold code costs up to ten times its steady CPU per request: the warm-up
+            # is skipped only where the prediction hardly moves even then.
+            if short:
+                demand = self.calibrate(*args, wall_s=wall)
+            if (
+                demand is None
+                or self._cpu_sensitivity(
+                    cell, endpoint, demand, attempt.info, factors=(warmup.STEADY_SHARE,)
+                )
+                > warmup.COLD_SENSITIVITY_MAX
+            ):
+                demand = None
+                self._warm_until_steady(attempt)
+            else:
+                row.update(warm_up_s=0.0, warm_up_requests=0, warm_up_steady=None)
+        if demand is None:
+            demand = self.calibrate(*args, wall_s=wall)
         prediction = self.predict(cell, endpoint, demand, attempt.info, row)
         if short and self._cpu_sensitivity(cell, endpoint, demand, attempt.info) > (
             model.CPU_SENSITIVITY_MAX
@@ -658,7 +661,13 @@ class Runner:
         return len(self.k6_cpus) if self.k6_cpus else (os.cpu_count() or 1)
 
     def _cpu_sensitivity(
-        self, cell: Cell, endpoint: Any, demand: model.Demand, info: dict[str, Any]
+        self,
+        cell: Cell,
+        endpoint: Any,
+        demand: model.Demand,
+        info: dict[str, Any],
+        error: float = model.SHORT_CPU_ERROR,
+        factors: tuple[float, ...] | None = None,
     ) -> float:
         load_cpus = self._load_cpus()
         return model.cpu_sensitivity(
@@ -668,6 +677,26 @@ class Runner:
                     endpoint.kind, cell.endpoint, d, cell.vus, cell.rate, info, load_cpus
                 ).rps
             ),
+            error,
+            factors,
+        )
+
+    def _warm_until_steady(self, attempt: Attempt) -> None:
+        """A server that compiles while it runs, warmed up until its CPU per request is steady
+        (lab.run.warmup); the row says how long that took."""
+        assert attempt.proc is not None
+        warmed = warmup.until_steady(
+            attempt.base,
+            attempt.endpoint,
+            attempt.cell,
+            attempt.proc.pid,
+            warmup.compiler_threads(attempt.info),
+            self.options.warm_up_max_s,
+        )
+        attempt.row.update(
+            warm_up_s=round(warmed.seconds, 2),
+            warm_up_requests=warmed.requests,
+            warm_up_steady=warmed.steady,
         )
 
     def predict(

@@ -35,6 +35,14 @@ STEADY_ROUNDS = 2
 # A round in which the compiler threads used more than this share of the server's CPU is
 # still compiling, whatever its cost per request.
 COMPILING = 0.05
+# A steady JIT's CPU per request, as a share of a cold one's (HotSpot /hello: 0.036 ms
+# steady, 0.32 cold; jdkhttp /sync's first calibration 1.5 ms, steady 0.1). A cell whose
+# prediction moves by less than COLD_SENSITIVITY_MAX were its CPU that much lower needs no
+# warm-up: a wait bound by its VUs or its slots (Node's /sync spent 6 s warming a blocked
+# loop for nothing). 2 %, two-fifths of the tolerance: the JVM's wait-bound quick cells with
+# a warm-up cut short at 6 s, not steady, measured 0.98-1.01 (run 20261125-023414).
+STEADY_SHARE = 0.1
+COLD_SENSITIVITY_MAX = 0.02
 # A server still falling then is calibrated anyway, and the row says so (a matrix may set
 # less: its warm_up_max).
 MAX_S = 30.0

@@ -276,3 +276,32 @@ def test_estimate_and_done_cells(tmp_path: Path) -> None:
         (moved,) = csv.DictReader(f)
     assert (moved["cell"], moved["error"]) == (cells[2].id, "k6 was killed by SIGKILL")
     assert run.retry_errors() == 0
+
+
+# --- a JIT's warm-up ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "warmed"),
+    [("hello", True), ("sync", False)],
+    ids=["cpu-bound-warmed", "vus-bound-not"],
+)
+def test_jit_warm_up_where_the_prediction_needs_it(
+    tmp_path: Path, lab_run: Callable[..., LabRun], endpoint: str, warmed: bool
+) -> None:
+    """jdkhttp says `jit`: its /hello (bound by its CPU) is warmed up until steady before the
+    calibration, thousands of requests; its /sync of 500 ms at 10 VUs (bound by the VUs: the
+    prediction hardly moves whatever the CPU) is not, and the row says so with 0."""
+    out = tmp_path / "out"
+    ms = [] if endpoint == "hello" else ["--ms", "500"]
+    run_ = lab_run(
+        "bench", "jdkhttp", endpoint, "--duration", "2s", "--vus", "10", *ms, "--out", str(out)
+    )
+    assert run_.wait(timeout=120) == 0, run_.stderr
+    (row,) = csv_rows(only_run(out))
+    assert row["status"] == "ok", row["error"]
+    if warmed:
+        assert float(row["warm_up_s"]) > 0 and int(row["warm_up_requests"]) > 1000, row
+    else:
+        assert (row["warm_up_s"], row["warm_up_requests"], row["warm_up_steady"]) == ("0", "0", "")
+    assert_nothing_left(run_, out)

@@ -455,6 +455,7 @@ def test_bound_text_says_how_long_a_jit_warmed_up() -> None:
     assert cpu(warm_up_s=6.43, warm_up_requests=12345, warm_up_steady=True).endswith(
         " · JIT warm-up 6.4 s (12,345 requests) until steady"
     )
+    assert cpu(warm_up_s=0.0, warm_up_requests=0).endswith("even with a cold JIT's CPU")
     assert cpu(warm_up_s=30.2, warm_up_requests=50000, warm_up_steady=False).endswith(
         "JIT warm-up 30.2 s (50,000 requests), still not steady"
     )
