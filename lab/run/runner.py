@@ -38,7 +38,8 @@ from lab.targets import discover, find
 # calibration (0.5 or 1.5 s of requests, or 1 s of the server's CPU), the timeline's batch,
 # k6's start and summary (0.25 s at 50 VUs) and the stop (Python 0.2-0.6 s; a loop that
 # /blocking or /cpu saturated first answers its queue, 2-4 s).
-OVERHEAD_S = {"go": 1.3, "node": 1.9, "python": 3.0}
+# Java: run 20261125-031420, its JIT's warm-up capped at 6 s (quick's is 4 s now).
+OVERHEAD_S = {"go": 1.3, "node": 1.9, "python": 3.0, "java": 10.9}
 # A language not measured yet: Python's, plus a JVM's start on one CPU (Spring Boot's 3-6 s)
 # and a longer warm-up for its JIT (7.5 s in all); its own figure replaces it once measured.
 OVERHEAD_UNMEASURED_S = 10.5
