@@ -420,17 +420,24 @@ def start_jvm(
 ) -> server.ServerProcess:
     """Liar.java: the jdkhttp target's app and server on its jar (built by its manifest's
     command), lies planted; mode: platform (THREADS threads) or virtual."""
+    return start_java_liar("jdkhttp", mode, f"jvm-{mode}", upstream_url, lies, threads)
+
+
+def start_java_liar(
+    target: str, mode: str, name: str, upstream_url: str, lies: str, threads: int
+) -> server.ServerProcess:
+    """A JVM target's Liar.java (its module's test code) run on the target's jar, which its
+    manifest's command builds; mode is the Liar's argument (the profile)."""
     from lab import ROOT
     from lab.targets import find
 
-    jdkhttp = find("jdkhttp")
-    server.run_build(tuple(server.fill(p, jdkhttp) for p in jdkhttp.build), jdkhttp.folder)
+    t = find(target)
+    server.run_build(tuple(server.fill(p, t) for p in t.build), t.folder)
     java = str(ROOT / ".tools" / "jdk" / "bin" / "java")
-    jar = str(ROOT / ".build" / "jdkhttp.jar")
-    liar = jdkhttp.folder / "src" / "test" / "java" / "lab" / "jdkhttp" / "Liar.java"
+    jar = str(ROOT / ".build" / f"{target}.jar")
+    liar = t.folder / "src" / "test" / "java" / "lab" / target / "Liar.java"
     command = [java, "--enable-native-access=ALL-UNNAMED", "-cp", jar, str(liar), mode]
-    name = f"jvm-{mode}-{lies or 'honest'}"
-    return start_liar(name, command, jdkhttp.folder, upstream_url, lies, threads)
+    return start_liar(f"{name}-{lies or 'honest'}", command, t.folder, upstream_url, lies, threads)
 
 
 @pytest.fixture(scope="module")
@@ -491,17 +498,7 @@ def test_jvm_pool_claiming_2x_and_waiting_on_sigterm_are_caught(
 def start_spring(upstream_url: str, profile: str, lies: str = "") -> server.ServerProcess:
     """Liar.java: the Spring target's app on its jar (built by its manifest's command; its
     libraries on the jar's class path), lies planted."""
-    from lab import ROOT
-    from lab.targets import find
-
-    spring = find("spring")
-    server.run_build(tuple(server.fill(p, spring) for p in spring.build), spring.folder)
-    java = str(ROOT / ".tools" / "jdk" / "bin" / "java")
-    jar = str(ROOT / ".build" / "spring.jar")
-    liar = spring.folder / "src" / "test" / "java" / "lab" / "spring" / "Liar.java"
-    command = [java, "--enable-native-access=ALL-UNNAMED", "-cp", jar, str(liar), profile]
-    name = f"spring-{profile}-{lies or 'honest'}"
-    return start_liar(name, command, spring.folder, upstream_url, lies, threads=4)
+    return start_java_liar("spring", profile, f"spring-{profile}", upstream_url, lies, 4)
 
 
 def test_webflux_blocking_claimed_unbounded_is_caught(upstream: server.ServerProcess) -> None:
