@@ -69,6 +69,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 TOLERANCE = 0.05
+# A CPU-bound cell's tolerance widens with the host's measured speed spread, up to this: a
+# wrong capacity misses by a whole factor, a missing resource by 10-25 %.
+TOLERANCE_MAX = 0.15
 # A cell must complete this many requests to measure its rate: the count is exact to ±1
 # request (the first answers arrive one service time after the start), so 40 bound the error
 # by 2.5 %, half the tolerance.
@@ -308,18 +311,22 @@ def efficiency(measured_rps: float | None, predicted_rps: float | None) -> float
     return measured_rps / predicted_rps
 
 
-def verdict(status: str, efficiency: float | None, censored: str = "") -> str:
+def verdict(
+    status: str, efficiency: float | None, censored: str = "", tolerance: float | None = None
+) -> str:
     """The one verdict of a cell (or of a group's median): runner and report both call it.
-    An error row gets no model verdict; a censored one is not judged."""
+    An error row gets no model verdict; a censored one is not judged. tolerance: the cell's
+    (its row's `tolerance`; None: TOLERANCE, a row written before rows carried one)."""
+    tol = TOLERANCE if tolerance is None else tolerance
     if status != "ok":
         return "error"
     if censored:
         return "censored"
     if efficiency is None:
         return "no model"
-    if efficiency < 1 - TOLERANCE:
+    if efficiency < 1 - tol:
         return "below model"
-    if efficiency > 1 + TOLERANCE:
+    if efficiency > 1 + tol:
         return "above model"
     return "as predicted"
 
@@ -392,7 +399,7 @@ def limit_text(bound: str, r: Any) -> str:
         case _:
             return bound
     seen = observed(bound, r)
-    if seen and verdict("ok", r.efficiency) in ("below model", "above model"):
+    if seen and verdict("ok", r.efficiency, "", r.tolerance) in ("below model", "above model"):
         text += f" · under the load: {seen}"
     return text
 

@@ -92,6 +92,11 @@ class CellResult:
     # the limiting resource: slots, db-pool, server-cpu, loadgen, upstream-cpu, db-cpu, vus, ...
     bound: str = ""
     efficiency: float | None = None
+    # the ± share of the prediction the verdict allowed (lab.model.tolerance) and why: 5 % for a
+    # wait, wider (at most 15 %) as far as the prediction rides on CPU speed the run's stability
+    # check saw vary
+    tolerance: float | None = None
+    tolerance_why: str = ""
     verdict: str = ""
     censored: str = ""  # why the cell could not complete enough requests to be judged
     # timings of the cell
@@ -218,6 +223,7 @@ class RunMeta:
     cells: list[dict[str, Any]] | None = None  # every planned cell (lab.matrix.Cell.to_json)
     loadgen: list[dict[str, Any]] | None = None  # k6's cost per request, when measured
     database: dict[str, Any] | None = None  # the run's PostgreSQL (lab.proc.database.info)
+    stability: dict[str, Any] | None = None  # the host's CPU speed spread (lab.run.stability)
     finished_at: str | None = None
     died: str | None = None  # why the run ended without its runner
     extra: dict[str, Any] = field(default_factory=dict)

@@ -740,7 +740,7 @@ def judge(row: CellResult) -> None:
         if row.status == "ok" and not row.censored
         else None
     )
-    row.verdict = model.verdict(row.status, row.efficiency, row.censored)
+    row.verdict = model.verdict(row.status, row.efficiency, row.censored, row.tolerance)
 
 
 def _measured_s(data: dict[str, Any]) -> float | None:
