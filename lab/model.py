@@ -284,6 +284,26 @@ def cpu_sensitivity(
     return worst
 
 
+def speed_share(demand: Demand, rps_of: Callable[[Demand], float | None]) -> float:
+    """How far the predicted rate rides on the CPUs' speed: its relative change per relative
+    change of every CPU per request at once (the server's, k6's, the upstream's, the
+    database's); 0 for a pure wait, 1 for a cell bound by one CPU. For the tolerance
+    (lab.stability.tolerance): a slower host is slower everywhere."""
+    base = rps_of(demand)
+    if not base:
+        return 0.0
+    factor = 1.05
+    slower = {
+        name: getattr(demand, name) * factor for name in MEASURED_CPUS if getattr(demand, name)
+    }
+    if demand.loadgen_us:
+        slower["loadgen_us"] = demand.loadgen_us * factor
+    rps = rps_of(replace(demand, **slower)) if slower else base
+    if not rps:
+        return 0.0
+    return min(1.0, abs(math.log(base / rps)) / math.log(factor))
+
+
 def _open(
     rate: float,
     vus: int,

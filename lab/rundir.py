@@ -176,6 +176,13 @@ class RunDir:
         meta.database = database
         self.write_meta(meta)
 
+    def record_stability(self, stability: dict[str, Any]) -> None:
+        """The host's CPU speed so far (lab.stability), in run.json after the check and after
+        each probe between cells, so that a run killed later still says how steady it was."""
+        meta = self.meta()
+        meta.stability = stability
+        self.write_meta(meta)
+
     def finish(
         self,
         meta: RunMeta,
@@ -183,10 +190,12 @@ class RunDir:
         servers: dict[str, Any],
         loadgen_costs: list[dict[str, Any]],
         database: dict[str, Any] | None = None,
+        stability: dict[str, Any] | None = None,
     ) -> None:
         """run.json's end: the servers' /info (the first a series answered wins, so a resumed
         run keeps what it recorded before), k6's costs and the database when this session
-        used them (a resumed run's is the one its last cells queried), the status and when.
+        used them (a resumed run's is the one its last cells queried), the host's stability
+        this session measured, the status and when.
         Raises OSError when run.json cannot be written (a full disk)."""
         meta.servers = {**(meta.servers or {})}
         for series, info in servers.items():
@@ -195,6 +204,8 @@ class RunDir:
             meta.loadgen = loadgen_costs
         if database is not None:
             meta.database = database
+        if stability is not None:
+            meta.stability = stability
         meta.status = status
         meta.finished_at = utc_now()
         self.write_meta(meta)

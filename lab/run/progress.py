@@ -29,12 +29,13 @@ class Progress:
             return (time.monotonic() - self.started) / self.done * left
         return self.per_cell * left
 
-    def show(self, label: str) -> None:
+    def show(self, label: str, note: str = "") -> None:
+        """note: a word on the run so far (the host's measured speed spread)."""
         width = 24
         filled = int(width * self.done / self.total) if self.total else width
         bar = "#" * filled + "-" * (width - filled)
         count = f"{self.done + 1:>{len(str(self.total))}}/{self.total}"
-        line = f"[{count}] {bar} ETA {clock(self.eta())}  {label}"
+        line = f"[{count}] {bar} ETA {clock(self.eta())}  {note + '  ' if note else ''}{label}"
         if self.tty:
             self.out.write("\r\x1b[2K" + line[:160])
         else:

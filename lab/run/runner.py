@@ -20,10 +20,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab import interpreters, model, rundir
+import psutil
+
+from lab import interpreters, model, rundir, stability
 from lab.contract import load
-from lab.matrix import Cell
-from lab.proc import children, interrupt, probe, server
+from lab.matrix import Cell, parse_duration
+from lab.proc import children, cpuspeed, interrupt, probe, server
 from lab.proc.database import Database, DatabaseError, DatabaseUnavailable, display_url
 from lab.proc.sampler import Sampler
 from lab.record import CellResult, utc_now
@@ -38,8 +40,9 @@ from lab.targets import discover, find
 # calibration (0.5 or 1.5 s of requests, or 1 s of the server's CPU), the timeline's batch,
 # k6's start and summary (0.25 s at 50 VUs) and the stop (Python 0.2-0.6 s; a loop that
 # /blocking or /cpu saturated first answers its queue, 2-4 s).
-# Java: run 20261125-031420, its JIT's warm-up capped at 6 s (quick's is 4 s now).
-OVERHEAD_S = {"go": 1.3, "node": 1.9, "python": 3.0, "java": 10.9}
+# Java: run 20261125-031420 measured 10.9 s with its JIT's warm-up capped at 6 s; quick's cap
+# is 4 s now, 2 s less on the 4 of 12 JVM cells that warm up (/hello, /cpu).
+OVERHEAD_S = {"go": 1.3, "node": 1.9, "python": 3.0, "java": 10.2}
 # A language not measured yet: Python's, plus a JVM's start on one CPU (Spring Boot's 3-6 s)
 # and a longer warm-up for its JIT (7.5 s in all); its own figure replaces it once measured.
 OVERHEAD_UNMEASURED_S = 10.5
@@ -94,12 +97,23 @@ def overhead_s(language: str) -> float:
     return OVERHEAD_S.get(language, OVERHEAD_UNMEASURED_S)
 
 
+# What a probe of the CPUs' speed between cells costs: its loop and its processes' start.
+PROBE_COST_S = stability.PROBE_S + cpuspeed.START_DELAY_S
+# A probe during which the idle server used more than this share of a CPU is dropped.
+PROBE_SERVER_MAX = 0.05
+
+
 def estimate_s(cells: list[Cell], languages: dict[str, str] | None = None) -> float:
-    """How long the cells should take: each one's load and its language's overhead.
+    """How long the cells should take: each one's load and its language's overhead, and the
+    host's stability check before them and its probes between them.
     languages: target -> language (default: the discovered targets')."""
     if languages is None:
         languages = {t.name: t.language for t in discover()}
-    return sum(c.expected_s + overhead_s(languages.get(c.target, "")) for c in cells)
+    cells_s = sum(c.expected_s + overhead_s(languages.get(c.target, "")) for c in cells)
+    if not cells:
+        return 0.0
+    probes = min(len(cells) - 1, int(cells_s / stability.PROBE_EVERY_S))
+    return cells_s + stability.CHECK_S + cpuspeed.START_DELAY_S + probes * PROBE_COST_S
 
 
 def _one_line(text: str, limit: int = 600) -> str:
@@ -151,6 +165,13 @@ class Runner:
         self.loadgen: dict[int, calibrate.LoadgenCost] = {}
         # the next cell, its server started while the last one's stopped (cell's following)
         self.upcoming: Attempt | None = None
+        # the CPUs' speed: the check before the first cell, the probes between cells since
+        # (lab.stability); run.json's `stability` once measured
+        self.speed_check: dict[str, Any] | None = None
+        self.speed_probes: list[list[float]] = []
+        self.stability: dict[str, Any] | None = None
+        self.started = time.monotonic()
+        self.last_probe = self.started
 
     # --- the run ------------------------------------------------------------------------
 
@@ -173,9 +194,10 @@ class Runner:
                 f"k6 CPUs {self.k6_cpus or 'all'}",
                 file=sys.stderr,
             )
+            self._check_speed()
             progress = Progress(len(todo), estimate_s(todo))
             for i, cell in enumerate(todo):
-                progress.show(cell.id)
+                progress.show(cell.id, self._host_note())
                 index = len(done) + len(rows) + 1
                 following = todo[i + 1] if i + 1 < len(todo) else None
                 row = self.cell(cell, index, self.upcoming, following)
@@ -193,6 +215,64 @@ class Runner:
                     self.upstream = None
                 self._stop_database()
         return rows
+
+    # --- the host's speed -----------------------------------------------------------------
+
+    def _speed_cpus(self) -> list[int]:
+        if self.server_cpus or self.k6_cpus:
+            return sorted({*(self.server_cpus or []), *(self.k6_cpus or [])})
+        return sorted(os.sched_getaffinity(0))
+
+    def _check_speed(self) -> None:
+        """The CPUs' speed before the first cell (lab.stability): run.json and one line. A check
+        that fails leaves the run without it (every cell judged at ±5 %, which says so)."""
+        try:
+            chunks = cpuspeed.measure(self._speed_cpus(), stability.CHECK_S)
+        except (cpuspeed.SpeedError, OSError, ValueError) as exc:
+            print(f"host stability: not measured ({_one_line(str(exc), 200)})", file=sys.stderr)
+            return
+        self.speed_check = stability.check_record(chunks, utc_now())
+        self.last_probe = time.monotonic()
+        self._record_stability()
+        print(stability.describe(self.stability), file=sys.stderr)
+
+    def _probe_due(self) -> bool:
+        return (
+            self.speed_check is not None
+            and time.monotonic() - self.last_probe >= stability.PROBE_EVERY_S
+        )
+
+    def _probe_speed(self, server_pid: int | None) -> None:
+        """A probe between cells: on the cell's fresh server, idle before its warm-up and
+        calibration (no load, nothing else of ours running). A server that used its CPUs
+        meanwhile (a JIT compiling after its start) spoils the probe: it is dropped."""
+        assert self.speed_check is not None
+        self.last_probe = time.monotonic()
+        try:
+            before = calibrate.tree_cpu_s(server_pid) if server_pid else None
+            chunks = cpuspeed.measure(self._speed_cpus(), stability.PROBE_S)
+            if before is not None and server_pid is not None:
+                used = calibrate.used_s(before, calibrate.tree_cpu_s(server_pid))
+                if used > PROBE_SERVER_MAX * stability.PROBE_S:
+                    return
+        except (cpuspeed.SpeedError, OSError, ValueError, psutil.Error):
+            return  # one probe fewer: the next one comes
+        at = time.monotonic() - self.started
+        self.speed_probes += stability.probe_value(chunks, at, self.speed_check)
+        self._record_stability()
+
+    def _record_stability(self) -> None:
+        assert self.speed_check is not None
+        self.stability = stability.summarize(
+            self.speed_check, self.speed_probes, self._speed_cpus()
+        )
+        with contextlib.suppress(OSError, ValueError):  # a full disk: the run's end says so
+            self.run.record_stability(self.stability)
+
+    def _host_note(self) -> str:
+        if not self.stability:
+            return ""
+        return f"host CV {float(self.stability.get('cv_1s') or 0):.1%}"
 
     def loadgen_cost(self, vus: int) -> calibrate.LoadgenCost:
         """k6's cost per request at this many VUs, measured the first time it is needed."""
@@ -309,6 +389,8 @@ class Runner:
         judged = False  # not when a signal ends the run in a stage: then nothing is started
         try:
             self._serve(attempt)
+            if self._probe_due():
+                self._probe_speed(attempt.proc.pid if attempt.proc else None)
             seconds = self._plan(attempt)
             facts = self._load(attempt, seconds)
             message = failure_message(facts)
@@ -495,11 +577,12 @@ class Runner:
         if short and self._cpu_sensitivity(cell, endpoint, demand, attempt.info) > (
             model.CPU_SENSITIVITY_MAX
         ):
-            demand = self.calibrate(*args)
+            demand, wall = self.calibrate(*args), calibrate.WALL_S
             prediction = self.predict(cell, endpoint, demand, attempt.info, row)
         seconds, row.censored = model.planned_duration_s(
             cell.duration_s, prediction.rps, self.options.max_cell_s
         )
+        self._tolerance(attempt, demand, prediction, wall, seconds)
         # Before the load: afterwards, requests k6 gave up on can still fill the server's
         # queue (a sync worker works through its listen backlog), and the picture with them.
         if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:
@@ -681,6 +764,35 @@ class Runner:
             error,
             factors,
         )
+
+    def _tolerance(
+        self,
+        attempt: Attempt,
+        demand: model.Demand,
+        prediction: model.Prediction,
+        wall_s: float,
+        load_s: float,
+    ) -> None:
+        """The cell's tolerance, before its load: how far its prediction rides on the CPUs'
+        speed, and how much that speed varied in this run so far (lab.stability)."""
+        cell, endpoint = attempt.cell, attempt.endpoint
+        load_cpus = self._load_cpus()
+        share = model.speed_share(
+            demand,
+            lambda d: (
+                model.predict(
+                    endpoint.kind, cell.endpoint, d, cell.vus, cell.rate, attempt.info, load_cpus
+                ).rps
+            ),
+        )
+        # k6's cost was measured by its own short run; the rest by this cell's calibration
+        calibration_s = (
+            parse_duration(calibrate.LOADGEN_DURATION)
+            if prediction.bound in model.LOAD_SIDE
+            else wall_s
+        )
+        tol, why = stability.tolerance(self.stability, share, calibration_s, load_s)
+        attempt.row.update(tolerance=tol, tolerance_why=why)
 
     def _warm_until_steady(self, attempt: Attempt) -> None:
         """A server that compiles while it runs, warmed up until its CPU per request is steady

@@ -29,8 +29,9 @@ from harness.labrun import (
     wait_for,
 )
 
+from lab import stability
 from lab.matrix import Cell
-from lab.proc import server
+from lab.proc import cpuspeed, server
 from lab.record import CellResult, RunMeta
 from lab.run import loadgen
 from lab.run.runner import OVERHEAD_S, cpu_split, estimate_s
@@ -263,7 +264,9 @@ def test_cpu_split(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_estimate_and_done_cells(tmp_path: Path) -> None:
     cells = [Cell("gin", "release", "sync", (("ms", 1),), 1, None, "2s", r) for r in (1, 2, 3)]
-    assert estimate_s(cells) == pytest.approx(3 * 2.0 + 3 * OVERHEAD_S["go"])
+    # the cells, and the host's stability check before them (no probe: too short a run)
+    check = stability.CHECK_S + cpuspeed.START_DELAY_S
+    assert estimate_s(cells) == pytest.approx(3 * 2.0 + 3 * OVERHEAD_S["go"] + check)
     run = RunDir.create(tmp_path)
     run.write_meta(RunMeta(cells=[c.to_json() for c in cells]))
     run.append(CellResult(cell=cells[1].id, status="ok"))

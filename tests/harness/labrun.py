@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
-from lab import ROOT
+from lab import ROOT, model
 from lab.contract import load
 from lab.proc import server
 from lab.run import loadgen
@@ -261,6 +261,11 @@ def check_ok_row(row: dict[str, str], run: RunDir, info: dict[str, Any]) -> None
     assert number(row, "predicted_latency_ms") > 0
     assert number(row, "efficiency") > 0
     assert row["verdict"] in VERDICTS
+    # the verdict's tolerance, from the run's stability check (a wait: 5 %)
+    assert model.TOLERANCE <= number(row, "tolerance") <= model.TOLERANCE_MAX
+    assert row["tolerance_why"].startswith(f"±{number(row, 'tolerance'):.0%}")
+    tolerance = number(row, "tolerance")
+    assert row["verdict"] == model.verdict("ok", number(row, "efficiency"), "", tolerance)
     assert int(row["workers"]) == info["workers"] >= 1
     capacity = info["capacity"][row["endpoint"]]
     assert row["capacity"] == ("" if capacity is None else str(capacity))
@@ -285,4 +290,10 @@ def check_meta(run: RunDir, status: str, server_key: str, framework: str) -> dic
     assert set(info["capacity"]) == set(BENCH)
     assert meta["command"][0] == "bench"
     assert meta["started_at"] and meta["finished_at"]
+    # the host's CPU speed, checked before the first cell on every CPU the run used
+    server_cpus, k6_cpus = cpu_split()
+    checked = sorted({*(server_cpus or []), *(k6_cpus or [])}) or sorted(os.sched_getaffinity(0))
+    assert meta["stability"]["cpus"] == checked
+    assert meta["stability"]["check"]["cv"]["0.1"] >= 0
+    assert isinstance(meta["stability"]["steady"], bool)
     return meta
