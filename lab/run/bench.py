@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from lab import arguments, interpreters
+from lab import arguments, interpreters, stability
 from lab.contract import load
 from lab.errors import UsageError
 from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, names, parse_duration
@@ -447,6 +447,8 @@ def _execute(run: RunDir, meta: RunMeta, runner: Runner, plan: Plan, all_targets
     if not _finish(run, meta, runner, "complete"):
         return 1
     print(summary_table(rows))
+    if runner.stability:
+        print(f"\n{stability.describe(runner.stability)}")
     claims = published_table(run.path)
     if claims:
         print(f"\n{claims}")

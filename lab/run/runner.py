@@ -1034,6 +1034,8 @@ def _brief(row: CellResult) -> str:
     if row.status != "ok":
         return f"ERROR {row.error[:100]}"
     eff_text = f" eff {row.efficiency:.2f}" if row.efficiency else ""
+    if row.efficiency and row.tolerance is not None:
+        eff_text += f" ±{row.tolerance:.0%}"
     return (
         f"{row.rps or 0:.1f} rps, p95 {row.lat_p95_ms or 0:.0f} ms{eff_text} "
         f"({row.verdict}; {row.bound or 'no bound'})"
@@ -1071,7 +1073,7 @@ def warm_up(base: str, endpoint: Any, cell: Cell) -> None:
 
 
 def summary_table(rows: list[CellResult]) -> str:
-    head = f"{'cell':<52} {'rps':>9} {'p95 ms':>9} {'eff':>5}  verdict"
+    head = f"{'cell':<52} {'rps':>9} {'p95 ms':>9} {'eff':>5} {'tol':>4}  verdict"
     lines = [head, "-" * len(head)]
     for r in rows:
         if r.status != "ok":
@@ -1080,5 +1082,6 @@ def summary_table(rows: list[CellResult]) -> str:
         eff = f"{r.efficiency:.2f}" if r.efficiency else "-"
         rps = f"{r.rps:>9.1f}" if r.rps is not None else f"{'-':>9}"
         p95 = f"{r.lat_p95_ms:>9.1f}" if r.lat_p95_ms is not None else f"{'-':>9}"
-        lines.append(f"{r.cell:<52} {rps} {p95} {eff:>5}  {r.verdict} ({r.bound or '-'})")
+        tol = f"±{r.tolerance:.0%}" if r.tolerance is not None else "-"
+        lines.append(f"{r.cell:<52} {rps} {p95} {eff:>5} {tol:>4}  {r.verdict} ({r.bound or '-'})")
     return "\n".join(lines)
