@@ -50,6 +50,11 @@ the lone request is Z. /db-blocking on an event loop holds the loop (C = workers
 slots), as /blocking does. The query's loopback round trip beyond both CPUs (about 0.1 ms)
 is part of Z for /db, not of the hold: 0.1 % of a 100 ms wait.
 
+A burst (k VUs sending one request each, all at once: a post's `iterations = 1`) has no
+steady state: C slots answer it in ceil(k / C) rounds of one hold each, so its mean answer
+time is the staircase's mean and its last answer comes after ceil(k / C) holds
+(predict_burst); N / X, a closed loop's mean, would be the last answer's time instead.
+
 An open cell (k6 starts R requests per second with at most N VUs) serves R while R is below
 every ceiling (bound open-rate; latency S + Z plus each CPU's M/M/1 residence d / (1 - U));
 above one it is overloaded and serves that ceiling.
@@ -260,6 +265,44 @@ def predict(
     x = min(x_cpu, slot)
     bound = min(ceilings, key=lambda k: ceilings[k])
     return Prediction(x, vus / x * 1000.0, bound, ceilings)
+
+
+def burst_times(k: int, slots: float, hold_s: float, lone_s: float) -> tuple[float, float]:
+    """k requests released at once on `slots` slots, each held hold_s: they are answered in
+    ceil(k / slots) rounds, a slot taking the next request as it frees, so a request of round
+    r answers (r - 1) x hold_s later than a lone request (lone_s). Returns the mean answer time
+    and the last one's (the makespan), in seconds: a staircase, not a steady state."""
+    per_round = k if not math.isfinite(slots) else max(1, min(k, int(slots)))
+    rounds = math.ceil(k / per_round)
+    last = k - per_round * (rounds - 1)  # in the last round
+    waited = (per_round * (rounds - 1) * (rounds - 2) / 2 + last * (rounds - 1)) / k
+    return lone_s + hold_s * waited, lone_s + hold_s * (rounds - 1)
+
+
+def predict_burst(
+    kind: str,
+    endpoint: str,
+    demand: Demand,
+    k: int,
+    info: dict[str, Any],
+    loadgen_cpus: float,
+) -> Prediction:
+    """A burst: k requests released at once, one per VU (a matrix cell's iterations = 1).
+    Bound by its slots or its VUs, it is the staircase of burst_times (a lone request: S + d +
+    Z + k6's cost; a slot held S + d + o + database CPU): latency is the mean answer time and
+    rps is k over the makespan, as k6 counts a run that ends with its last answer. Bound by a
+    CPU, the kernel and the GIL share it among the requests, which end together near the
+    closed prediction's N / X: that prediction is kept."""
+    closed = predict(kind, endpoint, demand, k, None, info, loadgen_cpus)
+    if closed.rps is None or closed.bound not in ("slots", "db-pool", "vus"):
+        return closed
+    d = (demand.server_cpu_ms or 0.0) / 1000.0
+    s = demand.service_ms / 1000.0
+    z = (demand.overhead_ms or 0.0) / 1000.0
+    hold = s + d + ((demand.overshoot_ms or 0.0) + (demand.db_cpu_ms or 0.0)) / 1000.0
+    lone = s + d + z + demand.load_side_ms / 1000.0
+    mean, makespan = burst_times(k, slots(kind, endpoint, info), hold, lone)
+    return Prediction(k / makespan, mean * 1000.0, closed.bound, closed.ceilings)
 
 
 def cpu_sensitivity(

@@ -11,8 +11,9 @@ Metrics a claim can compare (all from results.csv; repeats of a cell: the median
   latency_ms  mean latency                            predicted: predicted_latency_ms
   latency_s   the same in seconds
   makespan_s  a burst released at once: the last answer (lat_max_ms)
-                                                      predicted: predicted_latency_ms,
-                                                      N / (C / S) = ceil(N / C) x S for C | N
+                                                      predicted: k / predicted_rps, the
+                                                      model's last answer (a burst's rps is
+                                                      k over it: ceil(k / C) holds)
   total_s     `per` requests from one sequential client: per / rps
                                                       predicted: per / predicted_rps
 A claim with `minus` compares the difference between two cells (what a third call adds).
@@ -205,6 +206,11 @@ def _inverse(column: str, per: int) -> Getter:
     return lambda r: per / v if (v := getattr(r, column)) else None
 
 
+def _makespan(r: CellResult) -> float | None:
+    """The model's last answer of a burst of k = VUs requests, in s: k / predicted rps."""
+    return r.vus / r.predicted_rps if r.vus and r.predicted_rps else None
+
+
 def _getters(claim: Claim) -> tuple[Getter, Getter]:
     """(measured, predicted) for one row, in the claim's unit."""
     match claim.metric:
@@ -215,7 +221,7 @@ def _getters(claim: Claim) -> tuple[Getter, Getter]:
         case "latency_s":
             return _per_request_s("lat_avg_ms"), _per_request_s("predicted_latency_ms")
         case "makespan_s":
-            return _per_request_s("lat_max_ms"), _per_request_s("predicted_latency_ms")
+            return _per_request_s("lat_max_ms"), _makespan
         case _:  # total_s
             per = claim.per or 1
             return _inverse("rps", per), _inverse("predicted_rps", per)

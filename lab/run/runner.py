@@ -753,16 +753,21 @@ class Runner:
         error: float = model.SHORT_CPU_ERROR,
         factors: tuple[float, ...] | None = None,
     ) -> float:
-        load_cpus = self._load_cpus()
         return model.cpu_sensitivity(
-            demand,
-            lambda d: (
-                model.predict(
-                    endpoint.kind, cell.endpoint, d, cell.vus, cell.rate, info, load_cpus
-                ).rps
-            ),
-            error,
-            factors,
+            demand, lambda d: self._model(cell, endpoint, d, info).rps, error, factors
+        )
+
+    def _model(
+        self, cell: Cell, endpoint: Any, demand: model.Demand, info: dict[str, Any]
+    ) -> model.Prediction:
+        """The model's prediction for the cell: a burst's staircase when each VU sends one
+        request (iterations = 1), else the steady state."""
+        if cell.iterations == 1 and not cell.rate:
+            return model.predict_burst(
+                endpoint.kind, cell.endpoint, demand, cell.vus, info, self._load_cpus()
+            )
+        return model.predict(
+            endpoint.kind, cell.endpoint, demand, cell.vus, cell.rate, info, self._load_cpus()
         )
 
     def _tolerance(
@@ -816,9 +821,7 @@ class Runner:
         self, cell: Cell, endpoint: Any, demand: model.Demand, info: dict[str, Any], row: CellResult
     ) -> model.Prediction:
         """The model's prediction of the cell; fills the model's columns."""
-        p = model.predict(
-            endpoint.kind, cell.endpoint, demand, cell.vus, cell.rate, info, self._load_cpus()
-        )
+        p = self._model(cell, endpoint, demand, info)
         row.update(
             service_ms=demand.service_ms,
             server_cpu_ms=demand.server_cpu_ms,

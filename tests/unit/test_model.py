@@ -122,6 +122,53 @@ def test_no_model(kind: str, demand: Demand, info: dict[str, Any]) -> None:
     assert model.predict(kind, "x", demand, 10, None, info, 1) == model.NO_MODEL
 
 
+# --- a burst: k requests released at once (iterations = 1) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("k", "slots", "mean", "last"),
+    [
+        (16, 4, 1.5, 3),  # the post's 4 workers: rounds 1,1,1,1,2,...,4 -> (1+2+3+4)/4 = 2.5 s
+        (16, 5, 18 / 16, 3),  # 5 + 5 + 5 + 1: the last round's single request
+        (16, 16, 0, 0),  # one round
+        (16, math.inf, 0, 0),  # unbounded
+        (3, 1, 1, 2),  # one slot: 0, 1, 2 holds of waiting
+    ],
+)
+def test_a_burst_is_a_staircase_of_rounds(k: int, slots: float, mean: float, last: float) -> None:
+    lone, hold = 1.004, 1.002  # a lone request's time; a slot's hold (S + d + o)
+    got_mean, got_last = model.burst_times(k, slots, hold, lone)
+    assert got_mean == pytest.approx(lone + mean * hold)
+    assert got_last == pytest.approx(lone + last * hold)
+
+
+def test_a_burst_on_the_posts_four_workers_is_predicted_exactly() -> None:
+    # flask-workers: 16 requests at once to a 1 s /sync on 4 gunicorn sync workers (d 1 ms,
+    # Z 0.3 ms, o 0.5 ms): answers at 1, 2, 3, 4 s, a mean of 2.5 s, where the steady state's
+    # N / X says 4 s
+    demand = Demand(1000.0, 1.0, 0.3, None, K6_US, overshoot_ms=0.5)
+    info = py(workers=4, sync=4)
+    steady = model.predict("sleep", "sync", demand, 16, None, info, 1)
+    assert steady.latency_ms == pytest.approx(16 / (4 / 1.0015) * 1000)  # 4.006 s
+    burst = model.predict_burst("sleep", "sync", demand, 16, info, 1)
+    lone, hold = 1.0 + 0.001 + 0.0003 + K6_US / 1e6, 1.0015
+    assert burst.bound == "slots"
+    assert burst.latency_ms == pytest.approx((lone + 1.5 * hold) * 1000)  # 2.50 s
+    assert burst.rps == pytest.approx(16 / (lone + 3 * hold))  # the last answer at 4.0 s
+    # unbounded (an event loop's /async): one round, every answer a lone request's time
+    loop = model.predict_burst("sleep", "async", demand, 16, go(**{"async": None}), 1)
+    assert loop.bound == "vus"
+    assert loop.latency_ms == pytest.approx(lone * 1000)
+
+
+def test_a_cpu_bound_burst_keeps_the_closed_prediction() -> None:
+    # 16 requests of 50 ms CPU on one CPU share it and end together: N / X, the closed model's
+    demand = Demand(0.0, 50.0, 0.3, None, K6_US)
+    closed = model.predict("cpu", "cpu", demand, 16, None, go(cpu=None), 1)
+    assert closed.bound == "server-cpu"
+    assert model.predict_burst("cpu", "cpu", demand, 16, go(cpu=None), 1) == closed
+
+
 # --- the database endpoints ------------------------------------------------------------
 
 
@@ -474,6 +521,30 @@ def test_k6_is_calibrated_once_per_vu_count(monkeypatch: pytest.MonkeyPatch, tmp
     costs = [r.loadgen_cost(v).us_per_request for v in (50, 100, 50, 50, 100)]
     assert costs == [150.0, 200.0, 150.0, 150.0, 200.0]
     assert calls == [50, 100]
+
+
+def test_the_runner_predicts_a_burst_cell_as_a_burst(tmp_path: Any) -> None:
+    """A cell of iterations = 1 (`just reproduce flask-workers`) gets the staircase, its row
+    the mean answer; the same cell as a steady load (no iterations) the closed model's N / X."""
+    from lab.contract import load
+    from lab.matrix import Cell
+    from lab.record import CellResult
+    from lab.run import runner
+    from lab.rundir import RunDir
+
+    r = runner.Runner(RunDir.create(tmp_path), runner.Options(pin=False))
+    r.k6_cpus = [1]
+    demand = Demand(1000.0, 1.0, 0.3, None, K6_US, overshoot_ms=0.5)
+    endpoint, info = load()["sync"], py(workers=4, sync=4)
+    burst = Cell("flask", "gunicorn", "sync", (("ms", 1000),), 16, None, "30s", 1, iterations=1)
+    row = CellResult()
+    r.predict(burst, endpoint, demand, info, row)
+    assert row.predicted_latency_ms == pytest.approx(2504, abs=1)  # (1+2+3+4)/4 s and Z, k6
+    assert 16 / row.predicted_rps == pytest.approx(4.006, abs=1e-3)  # the last answer
+    steady = CellResult()
+    r.predict(Cell("flask", "gunicorn", "sync", (("ms", 1000),), 16, None, "30s", 1),
+              endpoint, demand, info, steady)  # fmt: skip
+    assert steady.predicted_latency_ms == pytest.approx(4006, abs=1)
 
 
 def test_cell_query() -> None:

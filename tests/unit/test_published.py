@@ -285,8 +285,17 @@ def test_total_time_of_a_sequential_client() -> None:
 
 
 def test_latency_makespan_and_no_model() -> None:
-    r = row("t/p/a?@vus=1", lat_avg_ms=2510.0, lat_max_ms=4013.0, predicted_latency_ms=4000.0)
-    assert measured(claim("latency_s"), [r]).measured == pytest.approx(2.51)
+    # a burst of 16 on 4 slots of 1 s: the model's mean answer 2.5 s, its last 16 / 4 rps = 4 s
+    r = row(
+        "t/p/a?@vus=1",
+        vus=16,
+        lat_avg_ms=2510.0,
+        lat_max_ms=4013.0,
+        predicted_latency_ms=2500.0,
+        predicted_rps=4.0,
+    )
+    burst = measured(claim("latency_s"), [r])
+    assert (burst.measured, burst.predicted) == (pytest.approx(2.51), pytest.approx(2.5))
     assert measured(claim("latency_ms"), [r]).measured == pytest.approx(2510.0)
     span = measured(claim("makespan_s"), [r])
     assert (span.measured, span.predicted) == (pytest.approx(4.013), pytest.approx(4.0))
@@ -342,11 +351,14 @@ def fixture_run(tmp_path: Path, name: str = "flask-workers") -> Path:
             }
         )
     )
-    numbers = {
-        "sync": dict(rps=4.0, lat_avg_ms=2510, lat_max_ms=4013, predicted_latency_ms=4000),
-        "async": dict(rps=4.0, lat_avg_ms=2520, lat_max_ms=4044, predicted_latency_ms=4000),
-        "gather": dict(rps=7.9, lat_avg_ms=1260, lat_max_ms=2024, predicted_latency_ms=2000),
-    }
+    numbers = {  # predicted as model.predict_burst: the staircase's mean, k / its last answer
+        "sync": dict(rps=4.0, lat_avg_ms=2510, lat_max_ms=4013, predicted_latency_ms=2503,
+                     predicted_rps=16 / 4.006),
+        "async": dict(rps=4.0, lat_avg_ms=2520, lat_max_ms=4044, predicted_latency_ms=2503,
+                      predicted_rps=16 / 4.006),
+        "gather": dict(rps=7.9, lat_avg_ms=1260, lat_max_ms=2024, predicted_latency_ms=1253,
+                       predicted_rps=16 / 2.004),
+    }  # fmt: skip
     with (tmp_path / "results.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
         writer.writeheader()
@@ -362,15 +374,16 @@ def test_table_from_a_fixture_run(tmp_path: Path) -> None:
     assert rep is not None and rep.post.name == "flask-workers"
     got = {line.claim.id: (line.measured, line.predicted) for line in rep.lines}
     assert got == {
-        "sync-all": (pytest.approx(4.013), pytest.approx(4.0)),
-        "sync-staircase": (pytest.approx(2.51), pytest.approx(4.0)),
-        "async-all": (pytest.approx(4.044), pytest.approx(4.0)),
-        "tasks-all": (pytest.approx(2.024), pytest.approx(2.0)),
+        "sync-all": (pytest.approx(4.013), pytest.approx(4.006)),
+        "sync-staircase": (pytest.approx(2.51), pytest.approx(2.503)),
+        "async-all": (pytest.approx(4.044), pytest.approx(4.006)),
+        "tasks-all": (pytest.approx(2.024), pytest.approx(2.004)),
     }
     text = posts.text_table(rep)
     assert "published" in text and "measured" in text and "predicted" in text
     assert "sync view: all 16 answered [s]" in text
-    assert "4.00         4.01         4.00" in text
+    assert "4.00         4.01         4.01" in text
+    assert "2.50         2.51         2.50" in text  # the staircase's mean, not N / X = 4 s
     md = posts.markdown(rep)
     assert "| claim | published | measured here | predicted (model) | reading |" in md
     assert (
@@ -385,7 +398,7 @@ def test_report_section_and_summary(tmp_path: Path) -> None:
     run = fixture_run(tmp_path)
     html = report.build(run).read_text()
     assert '<section id="published">\n<h2>Published claims</h2>' in html
-    assert "<td>4.01</td><td>4.00</td>" in html
+    assert "<td>2.51</td><td>2.50</td>" in html  # the staircase: measured, predicted
     assert "Flask 4 workers vs FastAPI" in html
     summary = (run / "summary.md").read_text()
     assert "## Published claims" in summary and "| async def view: all 16 answered [s] |" in summary
