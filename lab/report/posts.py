@@ -20,7 +20,13 @@ A claim with `minus` compares the difference between two cells (what a third cal
 
 A reading may name this run's numbers: {measured}, {predicted}, {published} (in the claim's
 unit), {gap} (measured - predicted), {per_request_ms} (total_s: the gap per request, in ms),
-{factor} (published / measured).
+{over_wait_ms} (the time one request took beyond the contract's wait S, in ms), {factor}
+(published / measured), {verdict} (the model's verdict on the claim's figure: "as predicted
+(1.00)", "below the model (0.87)", "above the model (1.12)": measured / predicted for rps,
+predicted / measured for a time, judged by model.verdict). Differences carry their own sign
+("+1.2", "-0.1"), so a reading never says "+ -0.1". A reading states a verdict or a number
+only through these: its fixed words must hold whatever the run measures (tests check every
+reading against its figures).
 
 `lab reproduce POST` (`just reproduce`) is bench-all of the post's matrix: its parser and
 function are at the end of this file.
@@ -35,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lab import model
 from lab.contract import load as load_contract
 from lab.matrix import Matrix, MatrixError, load_matrix, names, spec_cell
 from lab.record import CellResult
@@ -42,7 +49,16 @@ from lab.rundir import Run
 from lab.targets import UnknownChoice, discover
 
 METRICS = ("rps", "latency_ms", "latency_s", "makespan_s", "total_s")
-PLACEHOLDERS = ("measured", "predicted", "published", "gap", "per_request_ms", "factor")
+PLACEHOLDERS = (
+    "measured",
+    "predicted",
+    "published",
+    "gap",
+    "per_request_ms",
+    "over_wait_ms",
+    "factor",
+    "verdict",
+)
 UNITS = {"rps": "rps", "latency_ms": "ms", "latency_s": "s", "makespan_s": "s", "total_s": "s"}
 
 
@@ -82,6 +98,33 @@ class Line:
     measured: float | None
     predicted: float | None
     note: str = ""  # why a column is empty (no row, an error)
+    wait_ms: float | None = None  # the contract's wait S of one request (no minus claim)
+    tolerance: float | None = None  # the cell's (its rows'; None: model.TOLERANCE)
+
+    @property
+    def efficiency(self) -> float | None:
+        """Measured against predicted as a verdict reads it (a slower answer is below the
+        model): rps measured / predicted, a time predicted / measured; None for the
+        difference of two cells or without both."""
+        m, p = self.measured, self.predicted
+        if self.claim.minus or not m or not p:
+            return None
+        return m / p if self.claim.metric == "rps" else p / m
+
+    @property
+    def verdict(self) -> str:
+        """model.verdict on the claim's figure ('no model' without one)."""
+        return model.verdict("ok", self.efficiency, "", self.tolerance)
+
+    @property
+    def request_ms(self) -> float | None:
+        """The time one request took, in ms, from the measured figure (None for rps)."""
+        m, c = self.measured, self.claim
+        if m is None or c.metric == "rps":
+            return None
+        if c.metric == "total_s":
+            return m / (c.per or 1) * 1000
+        return m if c.metric == "latency_ms" else m * 1000
 
 
 # --- the data -------------------------------------------------------------------------------
@@ -242,13 +285,16 @@ def measure(
             continue
         measured = [_median(r, measured_of) for r in rows]
         predicted = [_median(r, predicted_of) for r in rows]
+        wait = None if claim.minus else _median(rows[0], _column("service_ms"))
+        tolerance = _median(rows[0], _column("tolerance"))
 
         def combine(values: list[float | None]) -> float | None:
             if any(v is None for v in values):
                 return None
             return values[0] - values[1] if len(values) == 2 else values[0]  # type: ignore[operator]
 
-        lines.append(Line(claim, combine(measured), combine(predicted)))
+        line = Line(claim, combine(measured), combine(predicted), "", wait, tolerance)
+        lines.append(line)
     return lines
 
 
@@ -284,18 +330,40 @@ def fmt(value: float | None, unit: str) -> str:
     return f"{value:,.{digits}f}"
 
 
+def signed(value: float | None, unit: str) -> str:
+    """A difference with its own sign: '+1.2', '-0.1' ('-' where unknown)."""
+    if value is None:
+        return "-"
+    text = fmt(abs(value), unit)
+    return text if text.strip("0.,") == "" else ("-" if value < 0 else "+") + text
+
+
+VERDICT_WORDS = {"below model": "below the model", "above model": "above the model"}
+
+
+def verdict_text(line: Line) -> str:
+    """{verdict}: the model's verdict on the figure, with measured / predicted."""
+    eff = line.efficiency
+    if eff is None:
+        return "not judged (no prediction)" if line.predicted is None else "not judged"
+    return f"{VERDICT_WORDS.get(line.verdict, line.verdict)} ({eff:.2f})"
+
+
 def reading_of(line: Line) -> str:
     """The claim's reading with this run's numbers filled in ("-" where unknown)."""
     c, m, p = line.claim, line.measured, line.predicted
     gap = None if m is None or p is None else m - p
     per_request = gap / c.per * 1000 if gap is not None and c.per else None
+    request, wait = line.request_ms, line.wait_ms
     values = {
         "measured": fmt(m, c.unit),
         "predicted": fmt(p, c.unit),
         "published": fmt(c.published, c.unit),
-        "gap": fmt(gap, c.unit),
-        "per_request_ms": fmt(per_request, "ms"),
+        "gap": signed(gap, c.unit),
+        "per_request_ms": signed(per_request, "ms"),
+        "over_wait_ms": signed(None if request is None else request - (wait or 0.0), "ms"),
         "factor": f"{c.published / m:.1f}x" if m else "-",
+        "verdict": verdict_text(line),
     }
     return c.reading.format(**values) + (f" ({line.note})" if line.note else "")
 

@@ -5,8 +5,10 @@ rows, the k6 iterations executor, the command line, and one short real run."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from lab.targets import UnknownChoice
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit
 
 POSTS = ["coroutines", "flask-workers", "speedup", "wrk-gin"]
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def claims(name: str) -> dict[str, posts.Claim]:
@@ -325,13 +328,139 @@ def test_readings_name_this_runs_numbers() -> None:
         "total_s",
         per=1000,
         published=19.9,
-        reading="+ {per_request_ms} ms a request; post {factor}; {measured} vs {predicted}",
+        reading="{per_request_ms} ms a request; post {factor}; {measured} vs {predicted}",
     )
     line = posts.Line(c, 13.5, 10.0)
-    assert posts.reading_of(line) == "+ 3.5 ms a request; post 1.5x; 13.50 vs 10.00"
+    assert posts.reading_of(line) == "+3.5 ms a request; post 1.5x; 13.50 vs 10.00"
     assert posts.reading_of(posts.Line(c, None, None, "no row")).startswith(
-        "+ - ms a request; post -; - vs -"
+        "- ms a request; post -; - vs -"
     )
+
+
+def test_a_difference_carries_its_own_sign_and_the_wait_is_named() -> None:
+    # coroutines' flask-sleep as measured: 11.41 s for 1,000 requests of a 10 ms wait, the
+    # model 11.28 s: 1.4 ms a request beyond the wait, 0.13 ms beyond the model
+    c = claim("total_s", per=1000, reading="{over_wait_ms} | {per_request_ms} | {gap} | {verdict}")
+    line = posts.Line(c, 11.41, 11.28, wait_ms=10.0)
+    assert posts.reading_of(line) == "+1.4 | +0.1 | +0.13 | as predicted (0.99)"
+    faster = posts.Line(c, 11.18, 11.28, wait_ms=10.0)
+    assert posts.reading_of(faster) == "+1.2 | -0.1 | -0.10 | as predicted (1.01)"
+
+
+@pytest.mark.parametrize(
+    ("metric", "measured", "predicted", "verdict"),
+    [
+        ("rps", 99.0, 100.0, "as predicted (0.99)"),
+        ("rps", 100.0, 100.0, "as predicted (1.00)"),
+        ("rps", 90.0, 100.0, "below the model (0.90)"),
+        ("rps", 110.0, 100.0, "above the model (1.10)"),
+        ("latency_s", 2.75, 2.5, "below the model (0.91)"),  # slower than predicted
+        ("total_s", 9.0, 10.0, "above the model (1.11)"),
+        ("rps", 90.0, None, "not judged (no prediction)"),
+    ],
+)
+def test_the_verdict_of_a_figure(
+    metric: str, measured: float, predicted: float | None, verdict: str
+) -> None:
+    c = claim(metric, per=1000 if metric == "total_s" else None, reading="{verdict}")
+    assert posts.reading_of(posts.Line(c, measured, predicted)) == verdict
+    # the cell's own tolerance judges it (a noisy host's CPU-bound cell: 15 %)
+    if predicted and metric == "rps":
+        wide = posts.reading_of(posts.Line(c, measured, predicted, tolerance=0.15))
+        assert wide.startswith("as predicted")
+
+
+# --- every reading against its figures -----------------------------------------------------
+
+SIGN_CLASH = re.compile(r"[+-]\s*[+-]\s*\d")
+PER_REQUEST = re.compile(r"([+-]?\d[\d,]*(?:\.\d+)?) ms a request")
+VERDICT_PHRASES = {
+    "below the model": "below model",
+    "above the model": "above model",
+    "as predicted": "as predicted",
+}
+
+
+def contradictions(line: posts.Line) -> list[str]:
+    """What a reading says that its figures deny, judged apart from posts.py's own
+    arithmetic: a sign clash ("+ -0.1"), a verdict the figures do not give (measured /
+    predicted, inverted for a time, at the cell's tolerance), "no model" beside a
+    prediction, and "X ms a request" other than the measured time per request beyond the
+    wait."""
+    text = posts.reading_of(line)
+    found = []
+    if SIGN_CLASH.search(text):
+        found.append(f"a sign clash: {text!r}")
+    c, m, p = line.claim, line.measured, line.predicted
+    truth = "no model"
+    if m and p and not c.minus:
+        ratio = m / p if c.metric == "rps" else p / m
+        tol = 0.05 if line.tolerance is None else line.tolerance
+        truth = "as predicted"
+        if abs(ratio - 1) > tol:
+            truth = "below model" if ratio < 1 else "above model"
+    for phrase, verdict in VERDICT_PHRASES.items():
+        if phrase in text.lower() and verdict != truth:
+            found.append(f"says {phrase!r} where the figures give {truth!r}: {text!r}")
+    if "no model" in text.lower() and p is not None:
+        found.append(f"says 'no model' beside a prediction of {p}: {text!r}")
+    for match in PER_REQUEST.finditer(text):
+        said = float(match.group(1).replace(",", ""))
+        per = c.per or 1
+        took = None if m is None else m / per * 1000 - (line.wait_ms or 0.0)
+        if took is None or abs(said - took) > 0.051:
+            found.append(f"says {match.group(0)!r} where a request took {took} ms beyond its wait")
+    return found
+
+
+def test_the_check_catches_the_readings_that_were_wrong() -> None:
+    """The readings issue 24 found: "+ -0.1 ms a request" on a cell that took 1.2 ms more per
+    request than its 10 ms, and "Below the model" on cells at 0.99 and 1.00."""
+    sleep = claim("total_s", per=1000, reading="here + {per_request_ms} ms a request")
+    cell = posts.Line(sleep, 11.2, 11.3, wait_ms=10.0)
+    assert len(contradictions(cell)) == 2  # the sign clash, and -0.1 is not the 1.2 it took
+    cpu = claim("rps", reading="One GIL per process. Below the model: others shared the CPU.")
+    for measured in (9.9, 10.0):
+        assert contradictions(posts.Line(cpu, measured, 10.0))
+    assert not contradictions(posts.Line(cpu, 8.0, 10.0))
+    hello = claim("latency_ms", reading="No model: the route does no work.")
+    assert contradictions(posts.Line(hello, 0.56, 0.55))
+    assert not contradictions(posts.Line(hello, 0.56, None))
+
+
+def figures(c: posts.Claim) -> list[posts.Line]:
+    """The claim measured as any run could: on the model, just inside and outside its
+    tolerance either way, without a prediction; from a value near the published one."""
+    base = max(c.published, 1.0)
+    lines = [posts.Line(c, None, None, "cell a was not measured")]
+    for ratio in (1.0, 0.99, 1.01, 0.94, 1.06, 0.7, 1.4):
+        measured = base * ratio
+        lines.append(posts.Line(c, measured, base, wait_ms=0.0))
+        lines.append(posts.Line(c, measured, None, wait_ms=0.0))
+        if c.metric == "total_s":  # a wait of 10 ms a request under it
+            lines.append(posts.Line(c, measured, base, wait_ms=base / (c.per or 1) * 1000 / 2))
+    return lines
+
+
+@pytest.mark.parametrize("name", POSTS)
+def test_every_reading_agrees_with_its_figures(name: str) -> None:
+    for c in posts.claims_of(load_matrix(name)):
+        for line in figures(c):
+            assert contradictions(line) == [], c.id
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (FIXTURES / "posts").iterdir()))
+def test_every_reading_of_a_stored_run_agrees_with_its_figures(name: str) -> None:
+    """Runs of `just reproduce` on this machine (tests/unit/fixtures/posts/: run.json trimmed
+    to the matrix, results.csv as written), read with the post's readings of today."""
+    run = read_run(FIXTURES / "posts" / name)
+    rep = posts.from_run(run)
+    assert rep is not None and rep.lines
+    today = {c.id: c for c in posts.claims_of(load_matrix(rep.post.name))}
+    for line in rep.lines:
+        assert line.measured is not None, line.note
+        line = dataclasses.replace(line, claim=today[line.claim.id])
+        assert contradictions(line) == [], line.claim.id
 
 
 # --- the table, the report section and summary.md (a fixture run) --------------------------
