@@ -53,6 +53,8 @@ def test_reproduce_the_smallest_post_for_real(tmp_path: Path) -> None:
     assert 3.9 <= got["sync-all"].measured <= 4.8  # type: ignore[operator]
     assert 2.4 <= got["sync-staircase"].measured <= 3.1  # type: ignore[operator]
     assert got["sync-all"].predicted == pytest.approx(4.0, rel=0.02)  # + measured overhead
+    # a burst's mean answer is its staircase's, (1+2+3+4)/4 s, not a closed loop's N / X = 4 s
+    assert got["sync-staircase"].predicted == pytest.approx(2.5, rel=0.02)
     summary = (run / "summary.md").read_text()
     assert "## Published claims" in summary
     assert '<section id="published">' in (run / "report.html").read_text()
