@@ -781,14 +781,8 @@ class Runner:
         """The cell's tolerance, before its load: how far its prediction rides on the CPUs'
         speed, and how much that speed varied in this run so far (lab.stability)."""
         cell, endpoint = attempt.cell, attempt.endpoint
-        load_cpus = self._load_cpus()
         share = model.speed_share(
-            demand,
-            lambda d: (
-                model.predict(
-                    endpoint.kind, cell.endpoint, d, cell.vus, cell.rate, attempt.info, load_cpus
-                ).rps
-            ),
+            demand, lambda d: self._model(cell, endpoint, d, attempt.info).rps
         )
         # k6's cost was measured by its own short run; the rest by this cell's calibration
         calibration_s = (
