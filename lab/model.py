@@ -375,12 +375,22 @@ def efficiency(measured_rps: float | None, predicted_rps: float | None) -> float
 
 
 def verdict(
-    status: str, efficiency: float | None, censored: str = "", tolerance: float | None = None
+    status: str,
+    efficiency: float | None,
+    censored: str = "",
+    tolerance: float | None = None,
+    interval: float | None = None,
 ) -> str:
     """The one verdict of a cell (or of a group's median): runner and report both call it.
     An error row gets no model verdict; a censored one is not judged. tolerance: the cell's
-    (its row's `tolerance`; None: TOLERANCE, a row written before rows carried one)."""
+    (its row's `tolerance`; None: TOLERANCE, a row written before rows carried one).
+    interval: with repeats, the half-width of the 95 % confidence interval of `efficiency`
+    (their mean): the cell is as predicted when that interval overlaps 1 ± tolerance, but the
+    two together never allow more than TOLERANCE_MAX (a wrong capacity misses by a factor,
+    whatever the repeats' spread)."""
     tol = TOLERANCE if tolerance is None else tolerance
+    if interval:
+        tol = max(tol, min(TOLERANCE_MAX, tol + interval))
     if status != "ok":
         return "error"
     if censored:

@@ -21,6 +21,29 @@ from lab.rundir import Run, read_run
 # targets is not a result.
 NOISY_CV = 0.05
 
+# Student's t for a two-sided 95 % interval, by degrees of freedom (repeats - 1); beyond the
+# table the normal quantile (1.96; t at 40 degrees is 2.02). scipy is not a dependency for
+# thirty numbers: tests/unit/test_report.py integrates the t density to check them.
+T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+       2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+       2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def t95(df: int) -> float:
+    """The two-sided 95 % quantile of Student's t with df degrees of freedom (df >= 1)."""
+    if df < 1:
+        raise ValueError(f"t95: {df} degrees of freedom")
+    return T95[df - 1] if df <= len(T95) else statistics.NormalDist().inv_cdf(0.975)
+
+
+def confidence(values: list[float]) -> tuple[float, float] | None:
+    """The mean of repeated measurements and the half-width of its 95 % confidence interval
+    (Student's t: t * s / sqrt(n)); None for fewer than two."""
+    if len(values) < 2:
+        return None
+    half = t95(len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return statistics.fmean(values), half
+
 # --- rows and groups --------------------------------------------------------------------------
 
 Row = CellResult  # one CSV row (one measured cell), typed by lab/record.py
@@ -100,11 +123,41 @@ class Group:
         return next((r.censored for r in self.ok if r.censored), "")
 
     @property
+    def rps_interval(self) -> tuple[float, float] | None:
+        """The 95 % confidence interval (low, high) of the mean rps over the repeats."""
+        ci = confidence(self.rps_values)
+        return None if ci is None else (ci[0] - ci[1], ci[0] + ci[1])
+
+    @property
+    def efficiency_interval(self) -> tuple[float, float] | None:
+        """The repeats' mean efficiency and the half-width of its 95 % confidence interval
+        (each repeat against its own prediction)."""
+        return confidence([r.efficiency for r in self.ok if r.efficiency is not None])
+
+    @property
+    def tolerance(self) -> float:
+        """The median repeat's tolerance (model.TOLERANCE for rows written before rows
+        carried one)."""
+        return self._med(lambda r: r.tolerance) or model.TOLERANCE
+
+    @property
+    def tolerance_why(self) -> str:
+        """Why that tolerance: the reason of the repeat whose tolerance is nearest it."""
+        rows = [r for r in self.ok if r.tolerance is not None and r.tolerance_why]
+        near = min(rows, key=lambda r: abs((r.tolerance or 0.0) - self.tolerance), default=None)
+        return "" if near is None else near.tolerance_why
+
+    @property
     def verdict(self) -> str:
-        """The median repeat judged by the one verdict function (lab.model.verdict)."""
+        """Judged by the one verdict function (lab.model.verdict) at the cell's tolerance:
+        with repeats, their mean efficiency and its 95 % confidence interval; else the one
+        measurement."""
         if not self.ok:
             return "error"
-        return model.verdict("ok", self.efficiency, self.censored)
+        ci = self.efficiency_interval
+        if ci is None:
+            return model.verdict("ok", self.efficiency, self.censored, self.tolerance)
+        return model.verdict("ok", ci[0], self.censored, self.tolerance, ci[1])
 
     def stat(self, name: str) -> float | None:
         return self._med(lambda r: getattr(r, name))

@@ -394,6 +394,24 @@ def test_verdict(status: str, eff: float | None, censored: str, expected: str) -
     assert model.verdict(status, eff, censored) == expected
 
 
+def test_verdict_at_a_cells_tolerance_and_with_a_confidence_interval() -> None:
+    assert model.verdict("ok", 0.91, "", 0.1) == "as predicted"
+    assert model.verdict("ok", 0.89, "", 0.1) == "below model"
+    # repeats: 0.92 +- 0.04 overlaps 0.95..1.05, the same mean without an interval does not
+    assert model.verdict("ok", 0.92, "", 0.05, 0.04) == "as predicted"
+    assert model.verdict("ok", 0.92, "", 0.05) == "below model"
+    assert model.verdict("ok", 0.90, "", 0.05, 0.04) == "below model"  # 0.94 < 0.95
+    assert model.verdict("ok", 1.08, "", 0.05, 0.04) == "as predicted"
+    # the tolerance and the half-width together never allow more than TOLERANCE_MAX (15 %)
+    assert model.TOLERANCE_MAX == 0.15
+    assert model.verdict("ok", 0.86, "", 0.12, 0.10) == "as predicted"
+    assert model.verdict("ok", 0.84, "", 0.12, 0.10) == "below model"
+    assert model.verdict("ok", 1.16, "", 0.05, 0.5) == "above model"
+    assert model.verdict("ok", 0.86, "", 0.15, 0.0) == "as predicted"
+    assert model.verdict("error", 1.0, "", 0.05, 0.01) == "error"
+    assert model.verdict("ok", 1.0, "too few", 0.05, 0.01) == "censored"
+
+
 def test_efficiency() -> None:
     assert model.efficiency(50.0, 100.0) == pytest.approx(0.5)
     assert model.efficiency(None, 100.0) is None
