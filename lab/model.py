@@ -388,9 +388,7 @@ def verdict(
     (their mean): the cell is as predicted when that interval overlaps 1 ± tolerance, but the
     two together never allow more than TOLERANCE_MAX (a wrong capacity misses by a factor,
     whatever the repeats' spread)."""
-    tol = TOLERANCE if tolerance is None else tolerance
-    if interval:
-        tol = max(tol, min(TOLERANCE_MAX, tol + interval))
+    tol = allowed(tolerance, interval)
     if status != "ok":
         return "error"
     if censored:
@@ -402,6 +400,14 @@ def verdict(
     if efficiency > 1 + tol:
         return "above model"
     return "as predicted"
+
+
+def allowed(tolerance: float | None = None, interval: float | None = None) -> float:
+    """The share of its prediction a cell may miss by (verdict()): its tolerance (None:
+    TOLERANCE), widened by the half-width of its repeats' 95 % confidence interval, but
+    never beyond TOLERANCE_MAX."""
+    tol = TOLERANCE if tolerance is None else tolerance
+    return max(tol, min(TOLERANCE_MAX, tol + interval)) if interval else tol
 
 
 def planned_duration_s(

@@ -21,6 +21,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
+from lab import model
+
 plt.rcParams.update(
     {
         "svg.fonttype": "none",  # text stays text: smaller SVG, selectable in the browser
@@ -239,15 +241,24 @@ def efficiency_colour(eff: float, tolerance: float) -> str:
     return _mix(low, high, t)
 
 
+@dataclass(frozen=True)
+class Square:
+    """One cell of the efficiency heat map."""
+
+    efficiency: float | None  # None: no model
+    flagged: bool  # the load generator was the bottleneck
+    tolerance: float  # the share either way its verdict allowed (green inside it)
+
+
 def efficiency_heatmap(
     rows: Sequence[str],
     columns: Sequence[str],
-    cells: dict[tuple[str, str], tuple[float | None, bool]],
+    cells: dict[tuple[str, str], Square],
     title: str,
-    tolerance: float,
 ) -> Figure:
-    """measured/predicted per row x column; (efficiency, loadgen-bound) per cell. Cells with
-    no model are grey, those never measured are left blank."""
+    """measured/predicted per row x column, each square green within its own tolerance. Cells
+    with no model are grey, those never measured are left blank. The colour bar's scale is
+    drawn at the base tolerance (lab.model.TOLERANCE)."""
     fig, ax = plt.subplots(
         figsize=(max(5.0, 1.8 + 0.75 * len(columns)), max(2.3, 1.0 + 0.42 * len(rows)))
     )
@@ -256,11 +267,12 @@ def efficiency_heatmap(
         for j, col in enumerate(columns):
             if (row, col) not in cells:
                 continue
-            eff, flagged = cells[(row, col)]
+            square = cells[(row, col)]
+            eff, flagged = square.efficiency, square.flagged
             if eff is None or eff <= 0:
                 colour, text, ink = GREY, "no model", "#555555"
             else:
-                colour = efficiency_colour(eff, tolerance)
+                colour = efficiency_colour(eff, square.tolerance)
                 text = f"{eff:.2f}"
                 ink = "white" if sum(to_rgb(colour)) < 1.6 else "black"
             if flagged:
@@ -276,7 +288,7 @@ def efficiency_heatmap(
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
     steps = [-EFFICIENCY_RANGE + 2 * EFFICIENCY_RANGE * (i + 0.5) / 256 for i in range(256)]
-    cmap = ListedColormap([efficiency_colour(2.0**x, tolerance) for x in steps])
+    cmap = ListedColormap([efficiency_colour(2.0**x, model.TOLERANCE) for x in steps])
     mappable = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
     bar = fig.colorbar(mappable, ax=ax, fraction=0.04, pad=0.02)
     ticks = range(-int(EFFICIENCY_RANGE), int(EFFICIENCY_RANGE) + 1)
@@ -405,35 +417,99 @@ def close(fig: Figure) -> None:
 class Point:
     label: str
     predicted: float
-    measured: float
+    measured: float  # the median repeat's rps
     bound: str  # the model's limiting resource: the point's colour
+    tolerance: float  # the cell's: its band is predicted x (1 ± tolerance)
+    interval: tuple[float, float] | None = None  # 95 % confidence interval of rps (repeats)
+    judged: bool = True  # as predicted: the point is not named
 
 
-def predicted_vs_measured(points: Sequence[Point], title: str, tolerance: float) -> Figure:
+@dataclass(frozen=True)
+class Box:
+    """A rectangle in display pixels (y grows upwards, as matplotlib's display space)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def overlaps(self, other: Box) -> bool:
+        apart_x = self.x1 <= other.x0 or other.x1 <= self.x0
+        return not apart_x and self.y0 < other.y1 and other.y0 < self.y1
+
+    def inside(self, frame: Box) -> bool:
+        across = frame.x0 <= self.x0 and self.x1 <= frame.x1
+        return across and frame.y0 <= self.y0 and self.y1 <= frame.y1
+
+
+LABEL_GAP = 5.0  # pixels between a point and its label
+LABEL_PAD = 1.0  # pixels between two labels stacked one above the other
+LABEL_TRIES = 60  # rows of label height tried above and below a point on either side
+
+
+def place_labels(
+    anchors: Sequence[tuple[float, float]],
+    sizes: Sequence[tuple[float, float]],
+    frame: Box,
+    obstacles: Sequence[Box] = (),
+) -> list[Box]:
+    """Where each label goes: beside its anchor (a point, in pixels), right of it if it fits,
+    else left of it, at the nearest height where its box overlaps no label placed before it
+    and no obstacle (the points' markers), and stays inside the frame (the axes). Labels are
+    placed top to bottom, so a cluster's labels stack in the order of their points; a label
+    that finds no free place at all keeps its first place (never seen with LABEL_TRIES rows
+    of the axes' height)."""
+    placed: list[Box | None] = [None] * len(anchors)
+    taken = list(obstacles)
+    for i in sorted(range(len(anchors)), key=lambda i: (-anchors[i][1], anchors[i][0])):
+        (x, y), (w, h) = anchors[i], sizes[i]
+        candidates = []
+        for k in range(LABEL_TRIES + 1):
+            step = k * (h + LABEL_PAD)
+            for dy in (-step, step) if k else (0.0,):  # below first: placed top to bottom
+                for left in (x + LABEL_GAP, x - LABEL_GAP - w):
+                    candidates.append(Box(left, y - h / 2 + dy, left + w, y + h / 2 + dy))
+        free = (c for c in candidates if c.inside(frame) and not any(c.overlaps(t) for t in taken))
+        box = next(free, candidates[0])
+        placed[i] = box
+        taken.append(box)
+    return [b for b in placed if b is not None]
+
+
+def predicted_vs_measured(points: Sequence[Point], title: str) -> Figure:
     """Every modelled cell as one point, measured rps against predicted rps on log-log axes,
-    coloured by the resource that limits it; the diagonal is a perfect model and the grey band
-    its tolerance. Points outside the band are labelled."""
-    fig, ax = plt.subplots(figsize=(7.5, 6.0))
+    coloured by the resource that limits it; the diagonal is a perfect model. Each cell's
+    tolerance band is a grey bar on the diagonal (prediction x (1 ± its tolerance)), and with
+    repeats its 95 % confidence interval is an error bar through the point: where the two
+    meet, the cell is as predicted. Cells judged otherwise are named, their labels placed by
+    place_labels so none overlaps another."""
+    fig, ax = plt.subplots(figsize=(8.0, 7.0))
     values = [v for p in points for v in (p.predicted, p.measured) if v > 0]
-    low, high = (min(values) / 1.6, max(values) * 1.6) if values else (1.0, 10.0)
-    line = [low, high]
-    ax.fill_between(
-        line, [v * (1 - tolerance) for v in line], [v * (1 + tolerance) for v in line],
-        color="#9a9a9a", alpha=0.45, linewidth=0, label=f"±{tolerance:.0%}",
+    # room on the right of the fastest cells for their names
+    low, high = (min(values) / 1.6, max(values) * 3.0) if values else (1.0, 10.0)
+    ax.plot([low, high], [low, high], color=PREDICTED, linewidth=0.8, zorder=1)
+    xs = [p.predicted for p in points]
+    ax.errorbar(
+        xs, xs, yerr=[[p.predicted * p.tolerance for p in points]] * 2,
+        fmt="none", ecolor="#8a8a8a", elinewidth=3.5, capsize=4, capthick=1.2, alpha=0.7,
+        zorder=2,
     )  # fmt: skip
-    ax.plot(line, line, color=PREDICTED, linewidth=0.8)
     bounds = _unique([p.bound or "no bound" for p in points])
     palette = dict(zip(bounds, colours(len(bounds)), strict=True))
     for b in bounds:
         mine = [p for p in points if (p.bound or "no bound") == b]
         ax.scatter(
             [p.predicted for p in mine], [p.measured for p in mine],
-            s=22, color=palette[b], label=b, zorder=3, edgecolors="white", linewidths=0.4,
+            s=22, color=palette[b], label=b, zorder=4, edgecolors="white", linewidths=0.4,
         )  # fmt: skip
-    for p in points:
-        if p.predicted > 0 and not (1 - tolerance <= p.measured / p.predicted <= 1 + tolerance):
-            ax.annotate(p.label, (p.predicted, p.measured), fontsize=6.5, color="#444444",
-                        xytext=(4, -3), textcoords="offset points")  # fmt: skip
+        ranged = [p for p in mine if p.interval]
+        if ranged:
+            ax.errorbar(
+                [p.predicted for p in ranged], [p.measured for p in ranged],
+                yerr=[[max(0.0, p.measured - p.interval[0]) for p in ranged if p.interval],
+                      [max(0.0, p.interval[1] - p.measured) for p in ranged if p.interval]],
+                fmt="none", ecolor=palette[b], elinewidth=1.0, capsize=2.5, zorder=3,
+            )  # fmt: skip
     _log(ax, "x")
     _log(ax, "y")
     ax.set_xlim(low, high)
@@ -441,6 +517,55 @@ def predicted_vs_measured(points: Sequence[Point], title: str, tolerance: float)
     ax.set_xlabel("predicted requests per second (model, before the load)")
     ax.set_ylabel("measured requests per second")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left", title="limited by", title_fontsize=8)
+    keys: list[Artist] = [
+        matplotlib.lines.Line2D([], [], color="#8a8a8a", linewidth=3.5, alpha=0.7,
+                                label="tolerance (per cell)"),
+        matplotlib.lines.Line2D([], [], color="#444444", linewidth=1.0, marker="_",
+                                markersize=6, label="95 % CI (repeats)"),
+    ]  # fmt: skip
+    handles = [*ax.get_legend_handles_labels()[0], *keys]
+    # below the diagonal's far end, where a model that is right leaves the chart empty
+    legend = ax.legend(handles=handles, fontsize=8, loc="lower right", title="limited by",
+                       title_fontsize=8)  # fmt: skip
     fig.tight_layout()
+    _label(fig, ax, [p for p in points if not p.judged and p.predicted > 0], points, legend)
     return fig
+
+
+def _label(
+    fig: Figure, ax: Axes, points: Sequence[Point], every: Sequence[Point], legend: Artist
+) -> None:
+    """Name each of `points` where place_labels finds room, clear of every point's marker and
+    of the legend; a
+    thin line leads from a point to a label moved off its own row. Positions are worked out
+    in the figure's pixels once it is laid out, and kept in points and data coordinates, so
+    the SVG and the PNG (other resolutions) show the same layout."""
+    if not points:
+        return
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    to_points = 72.0 / fig.dpi
+    anchors = [tuple(ax.transData.transform((p.predicted, p.measured))) for p in points]
+    texts = [ax.annotate(p.label, (p.predicted, p.measured), fontsize=6.5, color="#444444",
+                         xytext=(0, 0), textcoords="offset points", va="center", ha="left")
+             for p in points]  # fmt: skip
+    sizes = []
+    for t in texts:
+        extent = t.get_window_extent(renderer)
+        sizes.append((extent.width, extent.height))
+    markers = [Box(x - 4, y - 4, x + 4, y + 4) for x, y in (
+        ax.transData.transform((p.predicted, p.measured)) for p in every)]  # fmt: skip
+    frame = ax.get_window_extent(renderer)
+    key = legend.get_window_extent(renderer)
+    markers.append(Box(key.x0, key.y0, key.x1, key.y1))
+    boxes = place_labels(
+        [(float(x), float(y)) for x, y in anchors], sizes,
+        Box(frame.x0, frame.y0, frame.x1, frame.y1), markers,
+    )  # fmt: skip
+    for (x, y), box, text in zip(anchors, boxes, texts, strict=True):
+        middle = (box.y0 + box.y1) / 2
+        text.set_position(((box.x0 - x) * to_points, (middle - y) * to_points))
+        if abs(middle - y) > box.y1 - box.y0:  # moved off its row: a leader line
+            edge = ax.transData.inverted().transform((box.x0 if box.x0 > x else box.x1, middle))
+            ax.plot([ax.transData.inverted().transform((x, y))[0], edge[0]],
+                    [ax.transData.inverted().transform((x, y))[1], edge[1]],
+                    color="#999999", linewidth=0.5, zorder=2)  # fmt: skip

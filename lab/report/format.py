@@ -4,6 +4,7 @@ markdown summary, so both show the same digits."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 VERDICT_CLASS = {
@@ -34,6 +35,26 @@ def pct(value: float | None) -> str:
 def percent(value: float) -> str:
     """A ratio as a whole percentage: 0.1 -> '10%'."""
     return f"{value:.0%}"
+
+
+def tolerance(value: float | None) -> str:
+    """A verdict's tolerance as a share either way: 0.05 -> '±5 %', 0.0734 -> '±7.3 %'."""
+    if value is None:
+        return "-"
+    return f"±{round(value * 100, 1):g} %"
+
+
+def judged_at(tol: float | None, allowed: float) -> str:
+    """A cell's tolerance, and what its repeats' confidence interval widened it to."""
+    text = tolerance(tol)
+    if tol is None or round(allowed, 3) <= round(tol, 3):
+        return text
+    return f"{text} → {tolerance(allowed)}"
+
+
+def interval(bounds: tuple[float, float] | None, write: Callable[[float], str] = num) -> str:
+    """A 95 % confidence interval of rps, low to high ('-' without repeats)."""
+    return "-" if bounds is None else f"{write(max(0.0, bounds[0]))}–{write(bounds[1])}"
 
 
 def load_label(load: tuple[int, int]) -> str:
@@ -95,6 +116,9 @@ FILTERS = {
     "num": num,
     "pct": pct,
     "percent": percent,
+    "tolerance": tolerance,
+    "interval": interval,
+    "judged_at": judged_at,
     "load_label": load_label,
     "verdict_class": verdict_class,
     "matrix_load": matrix_load,

@@ -44,6 +44,7 @@ def confidence(values: list[float]) -> tuple[float, float] | None:
     half = t95(len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
     return statistics.fmean(values), half
 
+
 # --- rows and groups --------------------------------------------------------------------------
 
 Row = CellResult  # one CSV row (one measured cell), typed by lab/record.py
@@ -148,16 +149,25 @@ class Group:
         return "" if near is None else near.tolerance_why
 
     @property
+    def judged(self) -> tuple[float | None, float | None]:
+        """What the verdict judges: the efficiency and the half-width of its 95 % confidence
+        interval (with repeats, their mean and its interval; else the one measurement)."""
+        ci = self.efficiency_interval
+        return (self.efficiency, None) if ci is None else ci
+
+    @property
+    def allowed(self) -> float:
+        """The share of the prediction the cell may miss by: its tolerance, widened by its
+        repeats' interval (lab.model.allowed)."""
+        return model.allowed(self.tolerance, self.judged[1])
+
+    @property
     def verdict(self) -> str:
-        """Judged by the one verdict function (lab.model.verdict) at the cell's tolerance:
-        with repeats, their mean efficiency and its 95 % confidence interval; else the one
-        measurement."""
+        """Judged by the one verdict function (lab.model.verdict) at the cell's tolerance."""
         if not self.ok:
             return "error"
-        ci = self.efficiency_interval
-        if ci is None:
-            return model.verdict("ok", self.efficiency, self.censored, self.tolerance)
-        return model.verdict("ok", ci[0], self.censored, self.tolerance, ci[1])
+        efficiency, interval = self.judged
+        return model.verdict("ok", efficiency, self.censored, self.tolerance, interval)
 
     def stat(self, name: str) -> float | None:
         return self._med(lambda r: getattr(r, name))

@@ -33,6 +33,7 @@ environment.filters.update(FILTERS)
 # The thresholds the prose quotes, from the code that applies them.
 environment.globals.update(
     tolerance=model.TOLERANCE,
+    tolerance_max=model.TOLERANCE_MAX,
     loadgen_bound_pct=model.LOADGEN_BOUND_PCT,
     server_bound_pct=model.SERVER_BOUND_PCT,
     min_requests=model.MIN_REQUESTS,

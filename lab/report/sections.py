@@ -111,6 +111,10 @@ class ResultRow:
     p95: float | None
     predicted_rps: float | None
     efficiency: float | None
+    interval: tuple[float, float] | None  # the 95 % confidence interval of rps (repeats)
+    tolerance: float | None  # the cell's (None: no measured repeat)
+    allowed: float  # the tolerance widened by the repeats' interval (model.allowed)
+    tolerance_why: str
     verdict: str
     noisy: bool
     loadgen_bound: bool
@@ -165,6 +169,10 @@ def results(run: GroupedRun, draw: ChartWriter) -> list[ResultRow]:
             p95=g.stat("lat_p95_ms"),
             predicted_rps=g.stat("predicted_rps"),
             efficiency=g.efficiency,
+            interval=g.rps_interval,
+            tolerance=g.tolerance if g.ok else None,
+            allowed=g.allowed,
+            tolerance_why=g.tolerance_why,
             verdict=g.verdict,
             noisy=g.noisy,
             loadgen_bound=g.loadgen_bound,
@@ -182,18 +190,29 @@ class Fit:
 
 
 def fit(run: GroupedRun, draw: ChartWriter) -> Fit | None:
-    """Predicted vs measured throughput of every modelled cell, log-log, with the band."""
-    points = [
-        charts.Point(f"{g.series} {g.first.endpoint}", pred, g.rps, g.bound)
+    """Predicted vs measured throughput of every modelled cell, log-log, each with its
+    tolerance band and, with repeats, its confidence interval."""
+    judged = [
+        (g, pred)
         for g in run.groups
         if g.ok and not g.censored and g.rps and (pred := g.stat("predicted_rps"))
     ]
-    if not points:
+    if not judged:
         return None
-    inside = sum(model.verdict("ok", p.measured / p.predicted) == "as predicted" for p in points)
-    figure = charts.predicted_vs_measured(
-        points, "measured vs predicted throughput", model.TOLERANCE
-    )
+    points = [
+        charts.Point(
+            f"{g.series} {g.first.endpoint}",
+            pred,
+            g.rps or 0.0,
+            g.bound,
+            g.tolerance,
+            g.rps_interval,
+            g.verdict == "as predicted",
+        )
+        for g, pred in judged
+    ]
+    inside = sum(p.judged for p in points)
+    figure = charts.predicted_vs_measured(points, "measured vs predicted throughput")
     return Fit(draw("predicted-vs-measured", figure), inside, len(points))
 
 
@@ -279,9 +298,12 @@ def efficiency(run: GroupedRun, draw: ChartWriter) -> list[Level] | None:
     def level(at: str, groups: list[Group], labels: dict[str, str]) -> tuple[Figure, list[Any]]:
         series = list(dict.fromkeys(g.series for g in groups))
         columns = list(dict.fromkeys(labels[g.key] for g in groups))
-        cells = {(g.series, labels[g.key]): (g.efficiency, g.loadgen_bound) for g in groups}
+        cells = {
+            (g.series, labels[g.key]): charts.Square(g.efficiency, g.loadgen_bound, g.allowed)
+            for g in groups
+        }
         title = f"efficiency at {at}"
-        return charts.efficiency_heatmap(series, columns, cells, title, model.TOLERANCE), []
+        return charts.efficiency_heatmap(series, columns, cells, title), []
 
     return per_load(measured(run), draw, "efficiency", level) or None
 
@@ -352,6 +374,7 @@ class RepeatRow:
     median: float | None
     low: float | None
     high: float | None
+    interval: tuple[float, float] | None  # 95 % confidence interval of the mean rps
     cv: float | None
     noisy: bool
 
@@ -365,6 +388,7 @@ def repeats(run: GroupedRun, draw: ChartWriter) -> list[RepeatRow] | None:
             median=g.rps,
             low=min(g.rps_values, default=None),
             high=max(g.rps_values, default=None),
+            interval=g.rps_interval,
             cv=g.cv,
             noisy=g.noisy,
         )

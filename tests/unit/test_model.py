@@ -410,6 +410,10 @@ def test_verdict_at_a_cells_tolerance_and_with_a_confidence_interval() -> None:
     assert model.verdict("ok", 0.86, "", 0.15, 0.0) == "as predicted"
     assert model.verdict("error", 1.0, "", 0.05, 0.01) == "error"
     assert model.verdict("ok", 1.0, "too few", 0.05, 0.01) == "censored"
+    assert model.allowed() == model.TOLERANCE == 0.05
+    assert model.allowed(0.09) == 0.09
+    assert model.allowed(0.05, 0.02) == pytest.approx(0.07)
+    assert model.allowed(0.12, 0.10) == 0.15
 
 
 def test_efficiency() -> None:
