@@ -391,6 +391,33 @@ def timeline(requests: Sequence[Request], title: str) -> Figure:
     return fig
 
 
+@dataclass(frozen=True)
+class Probe:
+    t: float  # seconds since the run's check
+    cpu: int
+    speed: float  # relative to that CPU's speed in the check
+
+
+def stability(probes: Sequence[Probe], title: str) -> Figure:
+    """Each CPU's speed at each probe between cells, relative to its speed in the check before
+    the run (1 = as fast), one colour per CPU; the dotted lines are ±model.TOLERANCE."""
+    fig, ax = plt.subplots(figsize=(8.0, 2.8))
+    cpus = sorted({p.cpu for p in probes})
+    for cpu, colour in zip(cpus, colours(len(cpus)), strict=True):
+        mine = sorted((p for p in probes if p.cpu == cpu), key=lambda p: p.t)
+        ax.plot([p.t for p in mine], [p.speed for p in mine], marker="o", markersize=3,
+                linewidth=0.8, color=colour, label=f"CPU {cpu}")  # fmt: skip
+    ax.axhline(1.0, color=PREDICTED, linewidth=0.8)
+    for edge in (1 - model.TOLERANCE, 1 + model.TOLERANCE):
+        ax.axhline(edge, color=PREDICTED, linewidth=0.6, linestyle=":")
+    ax.set_xlabel("seconds since the check before the run")
+    ax.set_ylabel("speed / the check's")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
 def to_svg(fig: Figure) -> str:
     """The figure as an <svg> element (no XML prologue), ready to inline in HTML."""
     buf = io.StringIO()

@@ -24,6 +24,7 @@ class Section:
 
 
 SECTIONS = [
+    Section("stability", sections.host),
     Section("published", published.claims),
     Section("headline", sections.results),
     Section("throughput", sections.throughput),

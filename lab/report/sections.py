@@ -15,7 +15,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from lab import model
+from lab import model, stability
 from lab.record import CellResult
 from lab.report import charts
 from lab.report.figures import Chart, ChartWriter
@@ -68,6 +68,44 @@ class Header:
     command: str
     problems: list[str]
     loadgen_bound: list[str]  # cell keys
+    stability: Stability | None  # None: a run from before the host's stability was measured
+
+
+@dataclass(frozen=True)
+class Stability:
+    """How steady the host's CPU speed was over the run (run.json's `stability`, written by
+    the runner from lab.stability): the figures the report shows at its top."""
+
+    line: str  # lab.stability.describe(): the same line as summary.md and the progress
+    cv_1s: float  # the speed's CV over 1-s windows (the check's, with the run's drift)
+    check: dict[str, float]  # the check before the run: window (s) -> CV
+    drift: float  # the probes' spread beyond the check's
+    probes: int  # probes between cells
+    low: float | None  # the slowest and fastest probe, relative to the check's speed
+    high: float | None
+    bimodal: bool
+    steady: bool  # then every tolerance is model.TOLERANCE
+    warning: str  # '' when steady enough for ±5 %
+
+
+def host_stability(record: dict[str, Any] | None) -> Stability | None:
+    if not isinstance(record, dict):
+        return None
+    probes = record.get("probes") or {}
+    low, high = probes.get("range") or (None, None)
+    check = (record.get("check") or {}).get("cv") or {}
+    return Stability(
+        line=stability.describe(record),
+        cv_1s=float(record.get("cv_1s") or 0.0),
+        check={str(k): float(v) for k, v in check.items()},
+        drift=float(record.get("drift") or 0.0),
+        probes=int(probes.get("count") or 0),
+        low=low,
+        high=high,
+        bimodal=bool(record.get("bimodal")),
+        steady=bool(record.get("steady")),
+        warning=str(record.get("warning") or ""),
+    )
 
 
 def header(run: GroupedRun) -> Header:
@@ -88,11 +126,32 @@ def header(run: GroupedRun) -> Header:
         command=" ".join(map(str, meta.command or [])),
         problems=run.problems,
         loadgen_bound=[g.key for g in run.groups if g.loadgen_bound],
+        stability=host_stability(meta.stability),
     )
 
 
 def run_id(run: GroupedRun) -> str:
     return run.path.name if run.meta.run_id is None else run.meta.run_id
+
+
+@dataclass(frozen=True)
+class HostSpeed:
+    figures: Stability
+    chart: Chart | None  # the probes over the run; None: fewer than two
+
+
+def host(run: GroupedRun, draw: ChartWriter) -> HostSpeed | None:
+    """The host's stability in detail, with its probes over the run; left out for a run from
+    before it was measured (the header says so)."""
+    figures = host_stability(run.meta.stability)
+    if figures is None:
+        return None
+    values = ((run.meta.stability or {}).get("probes") or {}).get("values") or []
+    probes = [charts.Probe(float(t), int(cpu), float(v)) for t, cpu, v in values]
+    chart = None
+    if len({p.t for p in probes}) >= 2:
+        chart = draw("stability", charts.stability(probes, "the host's CPU speed between cells"))
+    return HostSpeed(figures, chart)
 
 
 # --- results --------------------------------------------------------------------------------

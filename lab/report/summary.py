@@ -3,7 +3,7 @@ their median), with the same digits as the HTML page."""
 
 from __future__ import annotations
 
-from lab import model
+from lab import model, stability
 from lab.report.database import markdown as database_md
 from lab.report.format import interval, judged_at, plain, tolerance
 from lab.report.groups import GroupedRun
@@ -30,6 +30,8 @@ def summary_md(run: GroupedRun) -> str:
         "rides on CPU speed the host's stability check saw vary); with repeats, the 95 % "
         "confidence interval of their mean (Student's t) widens it ('→'), to "
         f"{tolerance(model.TOLERANCE_MAX)} at most.",
+        "",
+        stability.describe(meta.stability) + ("" if meta.stability else " (an older run)"),
         "",
     ]
     rated = any(g.first.rate for g in run.groups)

@@ -27,10 +27,12 @@ pytestmark = pytest.mark.unit  # the test's kind: just test-unit
 FIXTURE = Path(__file__).parent / "fixtures" / "report-run"
 # A run of database cells (issue 20): three targets' pools, /db, /db-blocking, /db-rows at 50 VUs
 DB_FIXTURE = Path(__file__).parent / "fixtures" / "report-run-db"
-SECTIONS = ["model", "headline", "throughput", "fit", "latency", "efficiency", "sweeps", "canary",
-            "database", "interpreters", "repeats", "errors", "timelines", "provenance"]  # fmt: skip
-# Sections only some runs show: a reproduced post's claims, the database with its cells.
-OPTIONAL = {"published", "database"}
+SECTIONS = ["model", "stability", "headline", "throughput", "fit", "latency", "efficiency",
+            "sweeps", "canary", "database", "interpreters", "repeats", "errors", "timelines",
+            "provenance"]  # fmt: skip
+# Sections only some runs show: the host's stability (measured since issue 24), a reproduced
+# post's claims, the database with its cells.
+OPTIONAL = {"stability", "published", "database"}
 # The charts the fixture yields: 2 load levels (1 and 10 VUs) x throughput, latency,
 # efficiency and canary; sweeps for /sync (gin) and /async (gin, fastapi); one timeline.
 CHARTS = {
@@ -339,6 +341,58 @@ def test_partial_empty_and_broken_runs(tmp_path: Path) -> None:
     missing.mkdir()
     (missing / "run.json").write_text(meta)
     assert report.build(missing).is_file()
+
+
+NOISY = {
+    "cpus": [0, 1],
+    "check": {"at": "2026-11-22T05:59:50Z", "seconds": 3.0,
+              "cv": {"0.1": 0.13, "0.3": 0.11, "1": 0.09}, "bimodality": 0.62},
+    "probes": {"seconds": 0.4, "count": 3, "cv": 0.08, "range": [0.86, 1.09],
+               "values": [[10.0, 0, 0.95], [10.0, 1, 1.02], [60.0, 0, 0.86], [60.0, 1, 1.09],
+                          [120.0, 0, 1.0], [120.0, 1, 0.97]]},
+    "drift": 0.031, "bimodal": True, "cv_1s": 0.095, "steady": False,
+    "warning": "this host's CPU speed varied by 9.5% (CV over 1 s windows; steady is <= 2%)",
+}  # fmt: skip
+
+
+def with_stability(tmp_path: Path, record: dict[str, object]) -> tuple[str, str]:
+    """The fixture run with run.json's `stability` set: its page and summary.md."""
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE, run)
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "stability": record}))
+    return report.build(run).read_text(), (run / "summary.md").read_text()
+
+
+def test_a_noisy_host_is_said_at_the_top_with_its_figures(tmp_path: Path) -> None:
+    page, md = with_stability(tmp_path, NOISY)
+    top = page[page.index("<header>") : page.index("</header>")]
+    assert "CPU speed CV 9.5 % over 1 s, drift 3.1 %, probes 0.86–1.09, bimodal" in top
+    assert '<p class="callout warn">⚠ this host&#39;s CPU speed varied by 9.5%' in top
+    section = page[page.index('<section id="stability">') :]
+    section = section[: section.index("</section>")]
+    kv = dict(row for row in tables(page, "stability")[0] if len(row) == 2)  # type: ignore[misc]
+    assert kv["check before the run"] == "13.0 % over 0.1 s, 11.0 % over 0.3 s, 9.0 % over 1 s"
+    assert kv["probes between cells"] == "3: 0.86–1.09 of the check's speed"
+    assert kv["drift"] == "3.1 %" and kv["bimodal"].startswith("yes")
+    assert 'id="chart-stability"' in section  # the probes over the run
+    assert "host stability: CPU speed CV 9.5% over 1 s" in md and "warning: this host" in md
+
+
+def test_a_steady_host_has_no_warning_and_an_older_run_says_not_measured(
+    tmp_path: Path, page: str, built: Path
+) -> None:
+    steady = {**NOISY, "cv_1s": 0.007, "drift": 0.0, "bimodal": False, "steady": True,
+              "warning": "", "probes": {"count": 0, "values": []}}  # fmt: skip
+    html, md = with_stability(tmp_path, steady)
+    top = html[: html.index("</header>")]
+    assert "CPU speed CV 0.7 % over 1 s, drift 0.0 % — steady (every tolerance ±5%)" in top
+    assert "callout warn" not in html and "warning" not in md
+    assert 'id="chart-stability"' not in html  # no probes, no chart
+    # the fixture is a run from before the check: no section, one plain line, no warning
+    assert '<section id="stability">' not in page and "callout warn" not in page
+    assert "host stability</dt><dd>not measured (a run from before the check existed)" in page
+    assert "host stability: not measured (an older run)" in (built / "summary.md").read_text()
 
 
 def test_every_registered_section_has_its_template_and_no_template_is_orphaned() -> None:
