@@ -177,27 +177,67 @@ class ResultRow:
     verdict: str
     noisy: bool
     loadgen_bound: bool
-    bound: str  # the limiting resource with the measured number behind it
+    bound: list[Part]  # the limiting resource with the measured number behind it, in one line
 
 
-def bound_text(g: Group) -> str:
+@dataclass(frozen=True)
+class Note:
+    """An explanation many rows share: said once under the results table, each row that needs
+    it links to it."""
+
+    anchor: str  # note-<anchor> on the page
+    title: str
+    text: str
+
+
+NOTES = {
+    "flood": Note(
+        "flood",
+        "Flood",
+        f"A closed cell with {model.FLOOD} or more VUs per slot: the rate is still the slots' "
+        "C / (S + CPU), but each request waits N / X on average (Little's law), and the order "
+        "of the answers is the server's (CONTRACT.md). A server that answers in bursts "
+        "(FastAPI's def endpoints, hypercorn's blocked loop: CONTRACT.md) counts one burst "
+        "more or less in a cell of a few rounds.",
+    ),
+    "jit": Note(
+        "jit",
+        "JIT warm-up",
+        "A server that compiles while it runs (the JVM, Node) is warmed up before its "
+        "calibration, until its CPU per request is steady or the warm-up's cap is reached "
+        "('not steady'); none when even a cold JIT's CPU would hardly move the prediction "
+        "(a cell bound by a wait). The row's warm_up_requests has how many requests it took.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Part:
+    """A piece of a row's bound: its text, and the note that explains it ('' for none)."""
+
+    text: str
+    note: str = ""
+
+
+def bound_parts(g: Group) -> list[Part]:
     """The limiting resource with the measured number behind it (and why a cell is not
-    judged, when it is censored)."""
+    judged, when it is censored); a flood and a JIT's warm-up in a few words, each pointing
+    to its note."""
     if g.censored:
-        return f"censored: {g.censored}"
+        return [Part(f"censored: {g.censored}")]
     row = next((r for r in g.ok if r.bound == g.bound), None)
-    text = model.limit_text(g.bound, row) if row and g.bound else "-"
+    parts = [Part(model.limit_text(g.bound, row) if row and g.bound else "-")]
     if row and row.capacity and row.vus and row.vus >= model.FLOOD * row.capacity:
         wait_ms = row.predicted_latency_ms or 0
         wait = f"{wait_ms / 1000:.1f} s" if wait_ms >= 1000 else f"{wait_ms:.3g} ms"
-        text += (
-            f" · flood: {row.vus} VUs = {row.vus / row.capacity:.0f}× capacity, each waits "
-            f"{wait} on average (Little's law); a server that answers in bursts "
-            "(FastAPI's def endpoints, hypercorn's blocked loop: CONTRACT.md) counts one burst "
-            "more or less in a cell of a few rounds"
-        )
+        parts.append(Part(f"flood: {row.vus / row.capacity:.0f}× its slots, waits {wait}", "flood"))
     first = g.ok[0] if g.ok else None
-    return text + (warm_up_text(first) if first else "")
+    warm = warm_up_text(first) if first else ""
+    return parts + ([Part(warm, "jit")] if warm else [])
+
+
+def bound_text(g: Group) -> str:
+    return " · ".join(p.text for p in bound_parts(g))
 
 
 def warm_up_text(row: CellResult) -> str:
@@ -205,17 +245,21 @@ def warm_up_text(row: CellResult) -> str:
     if row.warm_up_s is None:
         return ""
     if not row.warm_up_requests:
-        return " · no JIT warm-up: the prediction hardly moves even with a cold JIT's CPU"
-    requests = f"{row.warm_up_requests:,} requests" if row.warm_up_requests else "requests"
-    if row.warm_up_steady:
-        return f" · JIT warm-up {row.warm_up_s:.1f} s ({requests}) until steady"
-    return f" · JIT warm-up {row.warm_up_s:.1f} s ({requests}), still not steady"
+        return "no JIT warm-up"
+    steady = "steady" if row.warm_up_steady else "not steady"
+    return f"JIT warm-up {row.warm_up_s:.1f} s, {steady}"
 
 
-def results(run: GroupedRun, draw: ChartWriter) -> list[ResultRow]:
+@dataclass(frozen=True)
+class Results:
+    rows: list[ResultRow]
+    notes: list[Note]  # those the rows point to, in the order of first use
+
+
+def results(run: GroupedRun, draw: ChartWriter) -> Results:
     """One row per cell (repeats folded to their median). Always shown, even when empty."""
     labels = endpoint_labels(run.groups)
-    return [
+    rows = [
         ResultRow(
             target=g.first.target,
             profile=g.first.profile,
@@ -235,10 +279,12 @@ def results(run: GroupedRun, draw: ChartWriter) -> list[ResultRow]:
             verdict=g.verdict,
             noisy=g.noisy,
             loadgen_bound=g.loadgen_bound,
-            bound=bound_text(g),
+            bound=bound_parts(g),
         )
         for g in run.groups
     ]
+    used = dict.fromkeys(p.note for r in rows for p in r.bound if p.note)
+    return Results(rows, [NOTES[n] for n in used])
 
 
 @dataclass(frozen=True)

@@ -515,14 +515,21 @@ def test_bound_text_names_the_number_and_a_flood() -> None:
         capacity=40, service_ms=1000.0, server_cpu_ms=0.6, overhead_ms=1.0, bound="slots",
         predicted_rps=39.9, predicted_latency_ms=12531.0,
     )  # fmt: skip
-    text = sections.bound_text(Group(flood.key, [flood]))
-    assert text.startswith("slots: 40 per (1,000 ms wait + CPU)")
-    assert "flood: 500 VUs = 12× capacity, each waits 12.5 s" in text
+    parts = sections.bound_parts(Group(flood.key, [flood]))
+    assert parts == [
+        sections.Part("slots: 40 per (1,000 ms wait + CPU)"),
+        sections.Part("flood: 12× its slots, waits 12.5 s", "flood"),
+    ]
     hello = CellResult(
         cell="flask/gunicorn/hello?@vus=50#1", status="ok", rps=2125.0, vus=50, capacity=1,
         server_cpu_ms=0.4, bound="slots", predicted_rps=2493.0, predicted_latency_ms=20.1,
     )  # fmt: skip
-    assert "each waits 20.1 ms on average" in sections.bound_text(Group(hello.key, [hello]))
+    assert sections.bound_text(Group(hello.key, [hello])).endswith(
+        "flood: 50× its slots, waits 20.1 ms"
+    )
+    nine = CellResult(cell="gin/release/sync?ms=100@vus=9#1", status="ok", rps=89.0, vus=9,
+                      capacity=1, service_ms=100.0, bound="slots", predicted_rps=9.9)  # fmt: skip
+    assert "flood" not in sections.bound_text(Group(nine.key, [nine]))  # 9 < FLOOD per slot
     censored = CellResult(cell="flask/gunicorn/sequential?ms=100,n=10@vus=50#1", status="ok",
                           rps=0.9, bound="slots", censored="only 7 requests completed")  # fmt: skip
     assert sections.bound_text(Group(censored.key, [censored])) == (
@@ -534,19 +541,52 @@ def test_bound_text_says_how_long_a_jit_warmed_up() -> None:
     from lab.record import CellResult
     from lab.report.groups import Group
 
-    def cpu(**warm: object) -> str:
+    def cpu(**warm: object) -> list[sections.Part]:
         row = CellResult(cell="jdkhttp/virtual/cpu?n=1000000@vus=50#1", status="ok", rps=900.0,
                          server_cpu_ms=1.1, bound="server-cpu", predicted_rps=909.0, **warm)  # type: ignore[arg-type]  # fmt: skip
-        return sections.bound_text(Group(row.key, [row]))
+        return sections.bound_parts(Group(row.key, [row]))
 
-    assert "warm-up" not in cpu()
-    assert cpu(warm_up_s=6.43, warm_up_requests=12345, warm_up_steady=True).endswith(
-        " · JIT warm-up 6.4 s (12,345 requests) until steady"
+    assert len(cpu()) == 1
+    steady = cpu(warm_up_s=6.43, warm_up_requests=12345, warm_up_steady=True)
+    assert steady[-1] == sections.Part("JIT warm-up 6.4 s, steady", "jit")
+    assert cpu(warm_up_s=0.0, warm_up_requests=0)[-1] == sections.Part("no JIT warm-up", "jit")
+    assert cpu(warm_up_s=30.2, warm_up_requests=50000, warm_up_steady=False)[-1].text == (
+        "JIT warm-up 30.2 s, not steady"
     )
-    assert cpu(warm_up_s=0.0, warm_up_requests=0).endswith("even with a cold JIT's CPU")
-    assert cpu(warm_up_s=30.2, warm_up_requests=50000, warm_up_steady=False).endswith(
-        "JIT warm-up 30.2 s (50,000 requests), still not steady"
-    )
+
+
+def test_shared_explanations_are_said_once_under_the_table(tmp_path: Path) -> None:
+    """A run of many flooded JVM cells: each row says its numbers in one line and links to the
+    flood's and the warm-up's note, which the page says once."""
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE, run)
+    lines = (run / "results.csv").read_text().splitlines()
+    head = lines[0].split(",")
+    extra = ["warm_up_s", "warm_up_requests", "warm_up_steady"]
+    rows = []
+    for ln in lines[1:]:
+        cells = dict(zip(head, next(csv.reader([ln])), strict=True))
+        if cells["endpoint"] in ("sync", "blocking") and cells["status"] == "ok":
+            # 10 VUs on one slot: a flood
+            cells.update(capacity="1", vus="10", bound="slots", predicted_latency_ms="1000")
+        rows.append([*cells.values(), "6.1", "1000", "true"])
+    with (run / "results.csv").open("w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([head + extra, *rows])
+    page = report.build(run).read_text()
+    (table,) = tables(page, "headline")
+    bounds = [r["bound"] for r in records(table) if r["verdict"] != "error"]
+    flooded = [b for b in bounds if "flood" in b]
+    assert len(flooded) >= 4
+    for b in bounds:
+        assert len(b) <= 150, b  # one line, not a paragraph (the flood's was 330 characters)
+    assert flooded[0].endswith("flood: 10× its slots, waits 1.0 s · JIT warm-up 6.1 s, steady")
+    section = page[page.index('<section id="headline">') : page.index('<section id="throughput">')]
+    assert section.count("Little&#39;s law") == 1 and section.count('id="note-flood"') == 1
+    assert section.count('id="note-jit"') == 1
+    assert section.count('<a href="#note-flood">') == len(flooded)
+    # the fixture itself floods nothing and warms no JIT: no notes
+    plain = report.build(shutil.copytree(FIXTURE, tmp_path / "plain")).read_text()
+    assert 'id="note-' not in plain and 'href="#note-' not in plain
 
 
 # --- the database (issue 20) ----------------------------------------------------------------
