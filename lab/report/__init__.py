@@ -27,7 +27,8 @@ To add a section, three pieces:
        {% block intro %}What the section shows and how to read it.{% endblock %}
        {% block body %}{% for p in data %}...{{ p.rps | num }}...{% endfor %}{% endblock %}
 
-   (filters: num, pct, percent, load_label, verdict_class, capacity, or_dash, as_text;
+   (filters: num, pct, percent, tolerance, interval, judged_at, load_label, verdict_class,
+   capacity, or_dash, as_text;
    macros: figure(chart) with the caption as its body, badge(verdict), kv(dict));
 
 3. one line `Section("<anchor>", builder)` in SECTIONS in document.py, where the page should
