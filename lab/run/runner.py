@@ -113,7 +113,8 @@ def estimate_s(cells: list[Cell], languages: dict[str, str] | None = None) -> fl
     if not cells:
         return 0.0
     probes = min(len(cells) - 1, int(cells_s / stability.PROBE_EVERY_S))
-    return cells_s + stability.CHECK_S + cpuspeed.START_DELAY_S + probes * PROBE_COST_S
+    check_s = stability.check_seconds() + cpuspeed.START_DELAY_S
+    return cells_s + check_s + probes * PROBE_COST_S
 
 
 def _one_line(text: str, limit: int = 600) -> str:
@@ -227,7 +228,7 @@ class Runner:
         """The CPUs' speed before the first cell (lab.stability): run.json and one line. A check
         that fails leaves the run without it (every cell judged at ±5 %, which says so)."""
         try:
-            chunks = cpuspeed.measure(self._speed_cpus(), stability.CHECK_S)
+            chunks = cpuspeed.measure(self._speed_cpus(), stability.check_seconds())
         except (cpuspeed.SpeedError, OSError, ValueError) as exc:
             print(f"host stability: not measured ({_one_line(str(exc), 200)})", file=sys.stderr)
             return

@@ -265,7 +265,7 @@ def test_cpu_split(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_estimate_and_done_cells(tmp_path: Path) -> None:
     cells = [Cell("gin", "release", "sync", (("ms", 1),), 1, None, "2s", r) for r in (1, 2, 3)]
     # the cells, and the host's stability check before them (no probe: too short a run)
-    check = stability.CHECK_S + cpuspeed.START_DELAY_S
+    check = stability.check_seconds() + cpuspeed.START_DELAY_S
     assert estimate_s(cells) == pytest.approx(3 * 2.0 + 3 * OVERHEAD_S["go"] + check)
     run = RunDir.create(tmp_path)
     run.write_meta(RunMeta(cells=[c.to_json() for c in cells]))

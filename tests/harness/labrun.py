@@ -39,6 +39,9 @@ ENV["LAB_LOCK"] = str(Path(tempfile.gettempdir()) / f"lab-test-{os.getpid()}.loc
 # measures it for real, once.
 K6_US = "60"
 ENV["LAB_K6_US"] = K6_US
+# The host's speed check before the first cell, 0.5 s instead of 3 (run.json's stability
+# records it): 2.5 s saved a run; tests/unit/test_stability.py tests the check itself.
+ENV["LAB_HOST_CHECK_S"] = "0.5"
 VERDICTS = {"as predicted", "below model", "above model", "loadgen-bound", "no model"}
 BENCH = [e.name for e in load().bench_endpoints()]
 
@@ -295,5 +298,6 @@ def check_meta(run: RunDir, status: str, server_key: str, framework: str) -> dic
     checked = sorted({*(server_cpus or []), *(k6_cpus or [])}) or sorted(os.sched_getaffinity(0))
     assert meta["stability"]["cpus"] == checked
     assert meta["stability"]["check"]["cv"]["0.1"] >= 0
+    assert abs(meta["stability"]["check"]["seconds"] - float(ENV["LAB_HOST_CHECK_S"])) < 0.1
     assert isinstance(meta["stability"]["steady"], bool)
     return meta

@@ -171,3 +171,14 @@ def test_the_check_catches_a_host_whose_cpu_is_taken_half_the_time() -> None:
     if shared < 0.15:  # a loaded host may blur the pattern once
         shared = check_cv(True)
     assert shared >= 0.15, shared
+
+
+@pytest.mark.parametrize(
+    ("raw", "seconds"),
+    [("", stability.CHECK_S), ("0.5", 0.5), ("0.1", stability.CHECK_S), ("x", stability.CHECK_S)],
+)
+def test_the_checks_length_given_in_the_environment(
+    monkeypatch: pytest.MonkeyPatch, raw: str, seconds: float
+) -> None:
+    monkeypatch.setenv("LAB_HOST_CHECK_S", raw)
+    assert stability.check_seconds() == seconds
