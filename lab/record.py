@@ -89,6 +89,9 @@ class CellResult:
     loadgen_rps_max: float | None = None  # the load side's ceiling on its CPUs
     predicted_rps: float | None = None
     predicted_latency_ms: float | None = None
+    # a server that answers its queue together (a batch released at once before the load):
+    # the time between its bursts; predicted_rps counts the whole bursts the window holds
+    burst_period_s: float | None = None
     # the limiting resource: slots, db-pool, server-cpu, loadgen, upstream-cpu, db-cpu, vus, ...
     bound: str = ""
     efficiency: float | None = None

@@ -40,6 +40,11 @@ def binary() -> str:
     return found
 
 
+# k6/lab.js's grace for the requests in flight when the duration ends, where the matrix sets
+# none (its GRACEFUL_STOP default; tests/unit checks the two agree)
+GRACEFUL_STOP_S = 3.0
+
+
 def environment(
     cell: Cell, base_url: str, summary: Path, canary_rate: int, graceful_stop_s: float | None = None
 ) -> dict[str, str]:

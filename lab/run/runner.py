@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -583,11 +583,8 @@ class Runner:
         seconds, row.censored = model.planned_duration_s(
             cell.duration_s, prediction.rps, self.options.max_cell_s
         )
+        prediction = self._bursts(attempt, demand, prediction, seconds)
         self._tolerance(attempt, demand, prediction, wall, seconds)
-        # Before the load: afterwards, requests k6 gave up on can still fill the server's
-        # queue (a sync worker works through its listen backlog), and the picture with them.
-        if endpoint.kind in TIMELINE_KINDS and cell.repeat == 1:
-            self.timeline(attempt.base, endpoint.path, cell, row, attempt.stem)
         return seconds
 
     def _load(self, attempt: Attempt, seconds: float) -> CellFacts:
@@ -677,15 +674,22 @@ class Runner:
             unique = f"{stem}-a{attempt}"
         return unique
 
-    def timeline(self, base: str, path: str, cell: Cell, row: CellResult, stem: str) -> None:
+    def timeline(
+        self, base: str, path: str, cell: Cell, row: CellResult, stem: str
+    ) -> list[float] | None:
         """Per-request start, end and worker pid of a batch of 2 x capacity requests released
-        at once on the idle server (the picture tutorials draw from access logs)."""
+        at once on the idle server (the picture tutorials draw from access logs; written for
+        a cell's first repeat); returns their end times (None: the picture failed)."""
         capacity = row.capacity
-        k = min(TIMELINE_MAX, 2 * capacity) if capacity else TIMELINE_MAX // 2
+        # twice the slots, and at least 4: two requests may reach a loop in separate
+        # iterations and so miss a group (model.answered_together)
+        k = min(TIMELINE_MAX, max(2 * capacity, 4)) if capacity else TIMELINE_MAX // 2
         try:
             _, replies = probe.batch(base, path + cell.query(), k, timeout=60)
         except (OSError, RuntimeError):
-            return  # a picture we could not take is no reason to fail the measured cell
+            return None  # a picture we could not take is no reason to fail the measured cell
+        if cell.repeat != 1:
+            return [r.end for r in replies]
         self.run.timelines.mkdir(exist_ok=True)
         requests = [
             {
@@ -704,6 +708,7 @@ class Runner:
             "requests": requests,
         }
         (self.run.timelines / f"{stem}.json").write_text(json.dumps(doc, indent=1))
+        return [r.end for r in replies]
 
     def calibrate(
         self,
@@ -770,6 +775,42 @@ class Runner:
         return model.predict(
             endpoint.kind, cell.endpoint, demand, cell.vus, cell.rate, info, self._load_cpus()
         )
+
+    def _bursts(
+        self, attempt: Attempt, demand: model.Demand, prediction: model.Prediction, load_s: float
+    ) -> model.Prediction:
+        """The timeline's batch (requests released at once on the idle server), before the
+        load: afterwards, requests k6 gave up on can still fill the server's queue (a sync
+        worker works through its listen backlog), and the picture with them. A server it shows
+        answering its queue together, queued by more VUs than its slots, is predicted as the
+        whole bursts the cell's window counts (model.burst_window)."""
+        cell, endpoint, row = attempt.cell, attempt.endpoint, attempt.row
+        if endpoint.kind not in TIMELINE_KINDS:
+            return prediction
+        capacity = model.slots(endpoint.kind, cell.endpoint, attempt.info)
+        queued = math.isfinite(capacity) and cell.vus > capacity and not cell.rate
+        if not (cell.repeat == 1 or (queued and 2 * capacity <= TIMELINE_MAX)):
+            return prediction
+        ends = self.timeline(attempt.base, endpoint.path, cell, row, attempt.stem)
+        if not (queued and not cell.iterations and ends and prediction.bound == "slots"):
+            return prediction
+        if not model.answered_together(ends, capacity):
+            return prediction
+        hold_s = (
+            demand.service_ms
+            + sum(v or 0.0 for v in (demand.server_cpu_ms, demand.overshoot_ms, demand.db_cpu_ms))
+        ) / 1000.0
+        grace = self.options.graceful_stop_s
+        rps, period, bursts = model.burst_window(
+            cell.vus, capacity, hold_s, load_s, loadgen.GRACEFUL_STOP_S if grace is None else grace
+        )
+        row.update(predicted_rps=rps, burst_period_s=round(period, 4))
+        if not row.censored and bursts * cell.vus < model.MIN_REQUESTS:
+            row.censored = (
+                f"answered in bursts of {cell.vus} every {period:.3g} s: the window holds "
+                f"{bursts * cell.vus} < {model.MIN_REQUESTS} requests"
+            )
+        return replace(prediction, rps=rps)
 
     def _tolerance(
         self,

@@ -4,6 +4,7 @@ CPU stations, the open model, censoring, and the one verdict function."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pytest
@@ -630,3 +631,36 @@ def test_worker_cpus_bounds_a_workers_own_work_not_its_pool() -> None:
     assert cpu_parallelism("hello", {**node, "worker_cpus": None}) == 4
     assert cpu_parallelism("hello", {**go(), "cpus": 4}) == 4
     assert cpu_parallelism("hello", py(workers=2, cpus=4)) == 2
+
+
+def test_a_queue_answered_together_is_told_from_one_answered_at_a_time() -> None:
+    assert model.answered_together([0.201, 0.202], 1)  # hypercorn: both after both views
+    assert not model.answered_together([0.101, 0.202], 1)  # uvicorn: one hold apart
+    assert model.answered_together([2.03, 2.04, 2.05, 2.05] * 5, 10)
+    assert not model.answered_together([0.2, 0.2], math.inf)  # no queue to see
+    assert not model.answered_together([0.2, 0.2, 0.2], 2)  # fewer than twice the slots
+    # a request read in an iteration of its own is answered first, its group after
+    assert model.answered_together([0.103, 0.807, 0.807, 0.808, 0.808, 0.808, 0.808, 0.809], 1)
+    assert not model.answered_together([0.1, 0.2, 0.3, 0.4], 1)
+
+
+def test_a_burst_window_counts_whole_bursts() -> None:
+    # quick: 50 VUs on one blocked loop, 100 ms holds, 7 s and 1 s of grace: one burst of
+    # 50 at 5.05 s, the next (10.1 s) after the grace: 50 requests in 8 s (measured: 0.63
+    # of the steady 9.9 rps, runs 20261125-031420 and 20261125-044752)
+    rps, period, bursts = model.burst_window(50, 1, 0.101, 7.0, 1.0)
+    assert (period, bursts) == (pytest.approx(5.05), 1) and rps == pytest.approx(50 / 8)
+    # io: 100 VUs, 10 s and lab.js's 3 s: the burst at 10.1 s counts, and the run ends there
+    rps, period, bursts = model.burst_window(100, 1, 0.101, 10.0, 3.0)
+    assert bursts == 1 and rps == pytest.approx(100 / 10.1)
+    # two slots halve the period; a long window tends to the steady C / hold
+    assert model.burst_window(50, 2, 0.101, 7.0, 1.0)[1] == pytest.approx(2.525)
+    assert model.burst_window(50, 1, 0.101, 600.0, 1.0)[0] == pytest.approx(1 / 0.101, rel=0.01)
+
+
+def test_lab_js_grace_is_the_runners() -> None:
+    from lab.run import loadgen
+
+    script = loadgen.SCRIPT.read_text()
+    found = re.search(r"duration\('GRACEFUL_STOP', '(\d+)s'\)", script)
+    assert found and float(found.group(1)) == loadgen.GRACEFUL_STOP_S
