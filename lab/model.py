@@ -556,8 +556,23 @@ def observed(bound: str, r: Any) -> str:
         case "vus" | "open-rate":
             if r.lat_avg_ms is None:
                 return ""
+            group = lockstep_ms(r) if bound == "vus" else None
+            beside = "" if group is None else f"; {_num(group, 'ms')} in lockstep"
             return (
                 f"a request took {_num(r.lat_avg_ms, 'ms')} "
-                f"(predicted {_num(r.predicted_latency_ms, 'ms')})"
+                f"(predicted {_num(r.predicted_latency_ms, 'ms')}{beside})"
             )
     return ""
+
+
+def lockstep_ms(r: Any) -> float | None:
+    """A closed loop's request time if its VUs moved as one group, each request waiting for
+    every request's CPU (N·d, the pessimistic bound of operational analysis, where the model
+    takes a request's own d and the queue MVA expects): an explanation beside a miss, from
+    the calibration's numbers. A server whose request makes several trips through its event
+    loop (Django's thread hops, hypercorn's iterations) advances a group's requests together,
+    so a group stays one (CONTRACT.md, 'The capacity model'). None below 2 VUs or without d."""
+    if not r.vus or r.vus < 2 or not r.server_cpu_ms or r.service_ms is None:
+        return None
+    side = Demand(0.0, None, None, r.upstream_cpu_ms, r.loadgen_us, None, r.db_cpu_ms)
+    return r.service_ms + (r.overhead_ms or 0.0) + side.load_side_ms + r.vus * r.server_cpu_ms

@@ -457,13 +457,35 @@ def test_a_miss_shows_what_the_load_saw_of_its_bound() -> None:
     slots = CellResult(capacity=1, service_ms=100.0, rps=7.9, efficiency=0.78)
     assert model.observed("slots", slots) == "each slot held 127 ms/request"
     vus = CellResult(vus=100, rps=810.0, lat_avg_ms=123.4, predicted_latency_ms=106.2)
-    assert model.observed("vus", vus) == "a request took 123 ms (predicted 106 ms)"
+    assert model.observed("vus", vus) == "a request took 123 ms (predicted 106 ms)"  # no d
     k6 = CellResult(rps=9000.0, k6_cpu_pct=90.0)
     assert model.observed("loadgen", k6) == "k6 90 % of a CPU busy, 100 µs/request"
     up = CellResult(rps=800.0, upstream_cpu_pct=40.0)
     assert model.observed("upstream-cpu", up) == "0.5 ms/request"
     assert model.observed("server-cpu", CellResult(rps=None, server_cpu_pct=50.0)) == ""
     assert model.observed("server-cpu", CellResult(rps=10.0)) == ""  # not sampled
+
+
+def test_a_vus_miss_shows_the_lockstep_time_from_the_calibration() -> None:
+    """Django/uvicorn `/async` (run 20261125-031420): 135 ms a request against 101 predicted;
+    with each of the 50 requests waiting for all 50 requests' calibrated CPU (0.717 ms),
+    100 + 0.316 + 0.057 + 50 x 0.717 = 136 ms, what the load measured. Not beside an open-rate
+    cell (no group of VUs) nor at 1 VU (the model's own time)."""
+    from lab.record import CellResult
+
+    row = CellResult(vus=50, service_ms=100.0, overhead_ms=0.316, server_cpu_ms=0.717,
+                     loadgen_us=57.0, rps=366.8, lat_avg_ms=134.8, predicted_latency_ms=101.5,
+                     efficiency=0.74)  # fmt: skip
+    assert model.lockstep_ms(row) == pytest.approx(100.0 + 0.316 + 0.057 + 50 * 0.717)
+    assert model.observed("vus", row) == (
+        "a request took 135 ms (predicted 102 ms; 136 ms in lockstep)"
+    )
+    assert model.limit_text("vus", row).endswith("· under the load: " + model.observed("vus", row))
+    assert "lockstep" not in model.observed("open-rate", row)
+    one = CellResult(vus=1, service_ms=100.0, server_cpu_ms=0.717, lat_avg_ms=101.8,
+                     predicted_latency_ms=101.0, rps=9.8)  # fmt: skip
+    assert model.lockstep_ms(one) is None
+    assert model.lockstep_ms(CellResult(vus=50, service_ms=100.0)) is None  # d not measured
 
 
 # --- the calibration's requests (lab/run/calibrate.py) and the warm-up before them ------------
