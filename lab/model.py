@@ -40,6 +40,15 @@ db-cpu (CPUs / load-side CPU per request, named by its largest part), or vus (N 
 load-side CPU): every VU is waiting for its own answer). Latency follows from Little's law:
 N / X.
 
+Lockstep. MVA's queue lets a request wait for the others' CPU only when they happen to be
+there. An event loop serves every request that is ready before it reads the next ones, so
+requests that end their waits together are answered together and start their next waits
+together: the group persists, and each request's cycle waits for the whole group's CPU
+(S + Z + N d / m, the pessimistic bound of operational analysis). Django's ASGI hops to the
+request's thread hold it there (CONTRACT.md). The calibration's min(N, 8) connections measure
+how far the server goes that way (lockstep_share, g: 0 MVA's queue, 1 the group); for an
+unbounded endpoint that waits, the cycle is MVA's plus g of the way to the group's.
+
 The database endpoints (kind db). /db and /db-blocking wait `ms` inside the database
 (pg_sleep): S = ms, like a sleep. /db-rows ("calibrated" in the contract) runs n queries one
 after another on one pooled connection; its S is measured on the idle server
@@ -123,6 +132,9 @@ class Demand:
     loadgen_us: float | None = None  # k6's CPU per request, in µs
     overshoot_ms: float | None = None  # how late the waits end (holds the slot)
     db_cpu_ms: float | None = None  # the database's CPU per request (on k6's CPUs)
+    # How far the calibration's requests moved in lockstep (lockstep_share): 0, each queued
+    # for the server's CPU as MVA expects; 1, each waited for all of its group's CPU
+    lockstep: float | None = None
 
     @property
     def load_side_ms(self) -> float:
@@ -262,6 +274,10 @@ def predict(
         return _open(float(rate), vus, s, z, stations, ceilings, slot)
     ceilings["vus"] = vus / (s + d + z + load)
     x_cpu, _ = mva(vus, s + z, stations)
+    if demand.lockstep and d > 0 and lockstep_applies(kind, endpoint, info):  # a group's CPU
+        alone, _ = mva(vus, s + z, [(load, loadgen_cpus)])
+        group = vus / alone + vus * d / m_server
+        x_cpu = vus / min(group, vus / x_cpu + demand.lockstep * max(0.0, group - vus / x_cpu))
     x = min(x_cpu, slot)
     bound = min(ceilings, key=lambda k: ceilings[k])
     return Prediction(x, vus / x * 1000.0, bound, ceilings)
@@ -563,6 +579,32 @@ def observed(bound: str, r: Any) -> str:
                 f"(predicted {_num(r.predicted_latency_ms, 'ms')}{beside})"
             )
     return ""
+
+
+def lockstep_applies(kind: str, endpoint: str, info: dict[str, Any]) -> bool:
+    """Whether a measured lockstep share moves the prediction: an unbounded endpoint that
+    waits (a bounded one queues for its slots, which the share's comparison leaves out; a
+    CPU endpoint's group is its queue already)."""
+    return kind != "cpu" and math.isinf(slots(kind, endpoint, info))
+
+
+def lockstep_share(
+    k: int, delay_ms: float, cpu_ms: float | None, client_ms: float, cycle_ms: float
+) -> float | None:
+    """Where a closed loop of k connections sat between MVA's queue for the server's CPU (0)
+    and lockstep (1: each request waited for all k requests' CPU), from its measured cycle
+    (k x wall / requests): the calibration's connections, each waiting delay_ms a request
+    (the calibration's wait, the round trip, the overshoot), the client's own CPU per request
+    a station of its own. None where the two cannot be told apart: no wait, one connection,
+    no CPU measured, or a difference under a tenth of a millisecond."""
+    if k < 2 or delay_ms <= 0 or not cpu_ms:
+        return None
+    client = [(client_ms / 1000.0, 1.0)]
+    queued = k / mva(k, delay_ms / 1000.0, [(cpu_ms / 1000.0, 1.0), *client])[0] * 1000.0
+    group = k / mva(k, delay_ms / 1000.0, client)[0] * 1000.0 + k * cpu_ms
+    if group - queued < 0.1:
+        return None
+    return min(1.0, max(0.0, (cycle_ms - queued) / (group - queued)))
 
 
 def lockstep_ms(r: Any) -> float | None:

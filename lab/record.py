@@ -86,6 +86,7 @@ class CellResult:
     db_pool: int | None = None  # connections per worker in the pool the endpoint uses (db cells)
     db_cpu_ms: float | None = None  # the database server's CPU per request (db cells)
     loadgen_us: float | None = None  # k6's cost per request (µs), measured once per VU count
+    lockstep: float | None = None  # 0-1: how far the calibration's requests moved as one group
     loadgen_rps_max: float | None = None  # the load side's ceiling on its CPUs
     predicted_rps: float | None = None
     predicted_latency_ms: float | None = None

@@ -16,6 +16,7 @@ from typing import Any
 
 import psutil
 
+from lab import model
 from lab.contract import Endpoint
 from lab.matrix import Cell
 from lab.proc import probe, server
@@ -98,6 +99,9 @@ class ServerCost:
     # The waiting time S of an endpoint whose contract says "calibrated" (/db-rows): its
     # queries' round trips beyond both sides' CPU (None: the contract states S).
     wait_ms: float | None = None
+    # How far the k connections' requests moved in lockstep (lab.model.lockstep_share), from
+    # their mean time per request and this client's own CPU per request
+    lockstep: float | None = None
 
 
 def calibration_query(endpoint: Endpoint, cell: Cell, wait_ms: int = 0) -> str:
@@ -195,7 +199,10 @@ def server_cost(
         srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db0 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
+        started, client0 = time.perf_counter(), time.process_time()
         count = send_until(conns, path, server_pid, srv0, CPU_S, wall_s, MIN_REQUESTS)
+        cycle_ms = k * (time.perf_counter() - started) / count * 1000
+        client_ms = (time.process_time() - client0) / count * 1000
         srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up1 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db1 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
@@ -214,7 +221,15 @@ def server_cost(
     finally:
         for c in conns:
             c.__exit__()
-    return ServerCost(cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait)
+    values = dict(cell.params)  # the waits the k connections' requests made (cpu_query's)
+    if "ms" in values:
+        values["ms"] = min(values["ms"], WAIT_MS)
+    waits = endpoint.service_ms(values)
+    lockstep = None
+    if waits is not None and endpoint.kind != "cpu":
+        delay = waits + overhead + overshoot
+        lockstep = model.lockstep_share(k, delay, cpu_ms, client_ms, cycle_ms)
+    return ServerCost(cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait, lockstep)
 
 
 def measures_wait(endpoint: Endpoint) -> bool:

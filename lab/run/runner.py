@@ -745,6 +745,7 @@ class Runner:
             loadgen_us=k6.us_per_request,
             overshoot_ms=cost.overshoot_ms,
             db_cpu_ms=cost.db_cpu_ms,
+            lockstep=cost.lockstep,
         )
 
     def _load_cpus(self) -> int:
@@ -858,6 +859,7 @@ class Runner:
     ) -> model.Prediction:
         """The model's prediction of the cell; fills the model's columns."""
         p = self._model(cell, endpoint, demand, info)
+        grouped = model.lockstep_applies(endpoint.kind, cell.endpoint, info)
         row.update(
             service_ms=demand.service_ms,
             server_cpu_ms=demand.server_cpu_ms,
@@ -866,6 +868,7 @@ class Runner:
             upstream_cpu_ms=demand.upstream_cpu_ms,
             db_cpu_ms=demand.db_cpu_ms,
             loadgen_us=demand.loadgen_us,
+            lockstep=demand.lockstep if grouped else None,  # the share the model used
             loadgen_rps_max=p.loadgen_rps_max,
             predicted_rps=p.rps,
             predicted_latency_ms=p.latency_ms,

@@ -3,16 +3,21 @@ and a look inside JSON bodies."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from lab.proc import probe, server
 from lab.proc.probe import Reply, batch, get
 
-__all__ = ["Raw", "Reply", "batch", "get", "request", "string_values"]
+__all__ = ["Raw", "Reply", "batch", "get", "request", "script_server", "string_values"]
 
 
 @dataclass
@@ -63,3 +68,26 @@ def string_values(node: Any) -> set[str]:
     if isinstance(node, list):
         return set().union(*(string_values(v) for v in node), set())
     return set()
+
+
+@contextlib.contextmanager
+def script_server(script: str, *args: str, ready: str = "/hello") -> Iterator[tuple[str, int]]:
+    """A test server: `python -c script PORT *args` on a free port, once it answers `ready`
+    (within 10 s); yields its base URL and pid, and kills it afterwards."""
+    port = server.free_port("127.0.0.1")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(port), *args])
+    try:
+        base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 10
+        while True:
+            try:
+                with probe.Connection(base, timeout=2) as c:
+                    c.get(ready)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield base, proc.pid
+    finally:
+        proc.kill()
+        proc.wait(10)

@@ -4,16 +4,13 @@ requests, as a JIT's does."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
 import pytest
+from harness.support import script_server
 
 from lab.contract import load
 from lab.matrix import Cell
-from lab.proc import probe, server
 from lab.run import warmup
 
 pytestmark = pytest.mark.unit
@@ -53,26 +50,8 @@ ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
 
 def fake(fast_after: int, slow_ms: float, fast_ms: float) -> Iterator[tuple[str, int]]:
-    port = server.free_port("127.0.0.1")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", FAKE, str(port), str(fast_after), str(slow_ms), str(fast_ms)]
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with probe.Connection(base, timeout=2) as c:
-                    c.get("/hello")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        yield base, proc.pid
-    finally:
-        proc.kill()
-        proc.wait(10)
+    with script_server(FAKE, str(fast_after), str(slow_ms), str(fast_ms)) as (base, pid):
+        yield base, pid
 
 
 def hello_cell() -> Cell:
