@@ -596,13 +596,14 @@ def lockstep_share(
     (k x wall / requests): the calibration's connections, each waiting delay_ms a request
     (the calibration's wait, the round trip, the overshoot), the client's own CPU per request
     a station of its own. None where the two cannot be told apart: no wait, one connection,
-    no CPU measured, or a difference under a tenth of a millisecond."""
+    no CPU measured, or the two less apart than k times the client's CPU per request (its
+    threads share one GIL: their own convoy can look like a group of that size)."""
     if k < 2 or delay_ms <= 0 or not cpu_ms:
         return None
     client = [(client_ms / 1000.0, 1.0)]
     queued = k / mva(k, delay_ms / 1000.0, [(cpu_ms / 1000.0, 1.0), *client])[0] * 1000.0
     group = k / mva(k, delay_ms / 1000.0, client)[0] * 1000.0 + k * cpu_ms
-    if group - queued < 0.1:
+    if group - queued < max(0.1, k * client_ms):
         return None
     return min(1.0, max(0.0, (cycle_ms - queued) / (group - queued)))
 

@@ -128,16 +128,19 @@ def send_until(
     cpu_s: float,
     wall_s: float,
     min_requests: int,
+    client_cpu: list[float] | None = None,
 ) -> int:
     """Each connection sends path one request after another until the server (its tree_cpu_s
     `before` the requests) has used cpu_s of CPU or wall_s have passed, min_requests at least
     (ten times wall_s at most: requests of seconds each); returns how many were answered.
-    A request that is not answered 200 is a CalibrationError."""
+    A request that is not answered 200 is a CalibrationError. client_cpu: each connection's
+    thread adds the CPU time it used (this client's own, not the watching of the server's)."""
     counts = [0] * len(conns)
     failed: list[str] = []
     stop = threading.Event()
 
     def send(i: int) -> None:
+        started = time.thread_time()
         try:
             while not stop.is_set():
                 reply = conns[i].get(path)
@@ -147,6 +150,9 @@ def send_until(
                 counts[i] += 1
         except OSError as exc:
             failed.append(f"calibration request {path} failed: {exc}")
+        finally:
+            if client_cpu is not None:
+                client_cpu.append(time.thread_time() - started)
 
     threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(len(conns))]
     started = time.monotonic()
@@ -199,10 +205,10 @@ def server_cost(
         srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db0 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
-        started, client0 = time.perf_counter(), time.process_time()
-        count = send_until(conns, path, server_pid, srv0, CPU_S, wall_s, MIN_REQUESTS)
+        started, client = time.perf_counter(), list[float]()
+        count = send_until(conns, path, server_pid, srv0, CPU_S, wall_s, MIN_REQUESTS, client)
         cycle_ms = k * (time.perf_counter() - started) / count * 1000
-        client_ms = (time.process_time() - client0) / count * 1000
+        client_ms = sum(client) / count * 1000
         srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up1 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db1 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
@@ -226,9 +232,8 @@ def server_cost(
         values["ms"] = min(values["ms"], WAIT_MS)
     waits = endpoint.service_ms(values)
     lockstep = None
-    if waits is not None and endpoint.kind != "cpu":
-        delay = waits + overhead + overshoot
-        lockstep = model.lockstep_share(k, delay, cpu_ms, client_ms, cycle_ms)
+    if waits is not None and endpoint.kind != "cpu":  # Z holds the waits' overshoot
+        lockstep = model.lockstep_share(k, waits + overhead, cpu_ms, client_ms, cycle_ms)
     return ServerCost(cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait, lockstep)
 
 
