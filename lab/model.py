@@ -584,8 +584,16 @@ def observed(bound: str, r: Any) -> str:
 def lockstep_applies(kind: str, endpoint: str, info: dict[str, Any]) -> bool:
     """Whether a measured lockstep share moves the prediction: an unbounded endpoint that
     waits (a bounded one queues for its slots, which the share's comparison leaves out; a
-    CPU endpoint's group is its queue already)."""
-    return kind != "cpu" and math.isinf(slots(kind, endpoint, info))
+    CPU endpoint's group is its queue already) on a server whose worker runs one request's
+    steps at a time (an event loop, a GIL: /info worker_cpus 1, Python's by default). Where
+    requests run in parallel there is no group to wait for: Go's and the JVM's /upstream read
+    shares of 0.31-0.58 (the fan-out's own spread) and 1.13-1.15 of the model with them (io
+    run 20261125-051408)."""
+    per_worker = info.get("worker_cpus")
+    if per_worker is None and info.get("language") == "python":
+        per_worker = 1
+    one_at_a_time = per_worker == 1
+    return one_at_a_time and kind != "cpu" and math.isinf(slots(kind, endpoint, info))
 
 
 def lockstep_share(

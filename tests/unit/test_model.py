@@ -532,6 +532,15 @@ def test_a_group_in_lockstep_waits_for_all_of_its_cpu() -> None:
     assert model.lockstep_applies("sleep", "async", info)
     assert not model.lockstep_applies("sleep", "blocking", info)
     assert not model.lockstep_applies("cpu", "async", info)
+    # requests that run in parallel (Go, the JVM: worker_cpus null) form no group
+    parallel = {**info, "worker_cpus": None, "language": "go"}
+    assert not model.lockstep_applies("upstream", "upstream", {**parallel, "capacity": {}})
+    assert not model.lockstep_applies("sleep", "async", parallel)
+    assert (
+        rps(1.0)
+        != model.predict("sleep", "async", replace(demand, lockstep=1.0), 50, None, parallel, 1).rps
+    )
+    assert model.lockstep_applies("sleep", "async", {**parallel, "language": "python"})
 
 
 # A server that waits ms, then spends 0.6 ms of CPU, per request: in a thread per connection,
