@@ -155,6 +155,11 @@ def merge(summaries: list[dict[str, Any]], samples: list[Path]) -> dict[str, Any
     failed = sum(p["failed_requests"] for p in parts)
     rates = [p["rps"] for p in parts if p["rps"] is not None]
     main, canary = durations(samples)
+    if len(main) != ok:  # each instance writes a sample per request its summary counts
+        raise SamplesError(
+            f"the samples hold {len(main)} successful main requests, the summaries {ok}: "
+            "a samples file is missing, doubled or from another run"
+        )
     lat, can = latency(main), latency(canary)
     return {
         "requests": ok,

@@ -186,3 +186,12 @@ def test_bad_samples_file(tmp_path: Path, content: bytes, expected: str) -> None
 def test_missing_samples_file(tmp_path: Path) -> None:
     with pytest.raises(segments.SamplesError, match="cannot read"):
         segments.merge([summary(1)], [tmp_path / "nowhere.csv.gz"])
+
+
+def test_samples_that_do_not_match_the_summaries(tmp_path: Path) -> None:
+    files = [
+        write_samples(tmp_path / "a.csv", [1.0, 2.0]),
+        write_samples(tmp_path / "b.csv", [3.0]),
+    ]
+    with pytest.raises(segments.SamplesError, match="3 successful main requests, the summaries 2"):
+        segments.merge([summary(1), summary(1)], files)
