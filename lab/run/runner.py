@@ -635,6 +635,7 @@ class Runner:
             ended=ended,
             # only read when it can explain a missing summary
             disk_note=_disk_note(self.run.path) if code is not None and data is None else "",
+            none_expected=row.predicted_rps == 0 and row.burst_period_s is not None,
         )
 
     def _server_tail(self, attempt: Attempt, facts: CellFacts) -> str:
@@ -793,7 +794,9 @@ class Runner:
         if not (cell.repeat == 1 or (queued and 2 * capacity <= TIMELINE_MAX)):
             return prediction
         ends = self.timeline(attempt.base, endpoint.path, cell, row, attempt.stem)
-        if not (queued and not cell.iterations and ends and prediction.bound == "slots"):
+        if not (queued and not cell.iterations and ends):
+            return prediction
+        if not model.bursts_apply(endpoint.kind, prediction.bound):
             return prediction
         if not model.answered_together(ends, capacity):
             return prediction
@@ -924,6 +927,9 @@ class CellFacts:
     database: str = ""  # how the run's database died during the cell ('' : it did not)
     ended: tuple[int, ...] = ()  # the server's serving processes that ended (restarts)
     disk_note: str = ""  # what the results disk says when k6 wrote no summary
+    # the model predicted no answer within the window (a burst due after it): the row is
+    # censored with that reason, not an error
+    none_expected: bool = False
 
     @property
     def server_failed(self) -> bool:
@@ -957,7 +963,7 @@ def cell_problems(facts: CellFacts) -> list[str]:
             f"{facts.failed_requests} of {(facts.requests or 0) + facts.failed_requests} "
             f"requests failed ({share:.2%}, above {FAILED_SHARE_MAX:.1%})"
         )
-    elif not facts.requests:
+    elif not facts.requests and not facts.none_expected:
         problems.append("no successful requests (server stopped answering?)")
     if facts.ended:
         problems.append(
