@@ -462,18 +462,9 @@ class Runner:
 
     def _row(self, cell: Cell) -> CellResult:
         """The cell's row before anything is measured."""
-        return CellResult(
+        return CellResult.for_cell(
+            cell,
             run_id=self.run.run_id,
-            cell=cell.id,
-            target=cell.target,
-            profile=cell.profile,
-            endpoint=cell.endpoint,
-            ms=cell.param("ms"),
-            n=cell.param("n"),
-            vus=cell.vus,
-            rate=cell.rate,
-            duration_s=cell.duration_s,
-            repeat=cell.repeat,
             status="ok",
             server_cpus=_cpus(self.server_cpus) if not self.options.url else "",
             k6_cpus=_cpus(self.k6_cpus),
