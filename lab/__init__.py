@@ -12,7 +12,9 @@
                     database: the PostgreSQL, probe)
     lab/report/     reading runs back: the report, charts, compare, the published posts
     lab/run/        running cells: bench (bench, bench-all), reproduce (bench-all of a post),
-                    serve, runner (one cell in stages), calibrate, loadgen (k6), progress
+                    serve, runner (one cell in stages), calibrate, loadgen (k6), segments
+                    (k6 split by execution segments, merged exactly), k6operator and ingest
+                    (a cell run elsewhere, in segments, back as a row), progress
     lab/tools/      the lab's own upkeep: new-target (scaffold), docs (generated README tables)
 
 A layer imports only from the layers above it in this list, never from below

@@ -45,7 +45,11 @@ def outputs(folder: Path) -> tuple[list[dict[str, Any]], list[Path]]:
     summaries = []
     for path in sorted(folder.rglob("*.json")):
         data = _read_json(path)
-        if isinstance(data, dict) and "metrics" in data and "lab" in data:
+        if (
+            isinstance(data, dict)
+            and isinstance(data.get("metrics"), dict)
+            and isinstance(data.get("lab"), dict)
+        ):
             summaries.append(data)
         elif path.name != CELL_JSON:
             raise UsageError(f"{path}: not a k6 summary of k6/lab.js (no metrics and lab)")
@@ -118,6 +122,8 @@ def row_of(cell: Cell, summaries: list[dict[str, Any]], samples: list[Path]) -> 
         merged = segments.merge(summaries, samples)
     except segments.SamplesError as exc:
         raise UsageError(str(exc)) from None
+    except (ValueError, TypeError, AttributeError) as exc:  # a summary's values of odd types
+        raise UsageError(f"a k6 summary's metrics are malformed ({exc!r})") from None
     durations = [
         s.get("state", {}).get("testRunDurationMs")
         for s in summaries

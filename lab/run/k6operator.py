@@ -187,6 +187,7 @@ def cmd_k6_operator(args: argparse.Namespace) -> int:
     if not NAME.match(name):
         raise UsageError(f"--name {name!r} must be lowercase letters, digits and '-' (<= 40)")
     folder = (args.out or RESULTS_DIR / "k6-operator" / name).resolve()
+    loadgen.binary()  # k6 missing: said before anything is written
     try:
         folder.mkdir(parents=True, exist_ok=True)
         archive(cell, url, args.canary_rate, folder / ARCHIVE)

@@ -82,6 +82,10 @@ def broken(folder: Path, case: str) -> Path:
         write_samples(folder / "r-1" / "samples.csv.gz", [1.0] * 49)
     elif case == "two-cells":
         runner(folder, "r-2", [1.0] * 50, lab={**LAB, "vus": 20})
+    elif case == "bad-summary":
+        data = summary(50)
+        data["metrics"]["http_reqs{scenario:main}"]["values"]["count"] = "many"
+        (folder / "r-1" / "summary.json").write_text(json.dumps(data))
     elif case == "no-target":
         pass
     return folder
@@ -99,6 +103,7 @@ def broken(folder: Path, case: str) -> Path:
         ("bad-samples", "cannot read"),
         ("too-few-samples", "49 successful main requests, the summaries 50"),
         ("two-cells", "different cells"),
+        ("bad-summary", "malformed"),
         ("no-target", "pass --target"),
     ],
 )
