@@ -146,6 +146,15 @@ def failures_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{FAILURE_NAMES.get(k, k)}×{n}" for k, n in ranked if n)
 
 
+def failure_counts(data: dict[str, Any]) -> dict[str, int]:
+    """Why the main requests failed, from a k6 summary: reason (502, timeout, ...) -> count."""
+    return {
+        name[len(FAILED_PREFIX) :]: int(m.get("values", {}).get("count", 0))
+        for name, m in data.get("metrics", {}).items()
+        if name.startswith(FAILED_PREFIX) and "{" not in name
+    }
+
+
 def parse_summary(data: dict[str, Any]) -> dict[str, Any]:
     """The row's load-generator columns from a k6 summary (handleSummary's data).
     Throughput counts successful requests only; latency is theirs (falling back to every
@@ -167,11 +176,7 @@ def parse_summary(data: dict[str, Any]) -> dict[str, Any]:
     n_failed = int(failed.get("passes", round(total * (failed.get("rate") or 0.0))))
     ok = max(total - n_failed, 0)
     rate = reqs.get("rate")
-    reasons = {
-        name[len(FAILED_PREFIX) :]: int(m.get("values", {}).get("count", 0))
-        for name, m in metrics.items()
-        if name.startswith(FAILED_PREFIX) and "{" not in name
-    }
+    reasons = failure_counts(data)
     return {
         "requests": ok,
         "rps": None if rate is None or not total else rate * ok / total,
