@@ -1038,8 +1038,10 @@ class CellFacts:
 
     @property
     def server_failed(self) -> bool:
-        """It is the local server that failed: it died or answered nothing."""
-        return self.local_server and (self.server_exit is not None or not self.requests)
+        """It is the local server that failed: it died or answered nothing (not counted
+        when a k6 instance failed first: its merge was not read)."""
+        nothing = not self.requests and not self.k6_failed
+        return self.local_server and (self.server_exit is not None or nothing)
 
 
 def cell_problems(facts: CellFacts) -> list[str]:

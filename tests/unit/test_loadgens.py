@@ -101,6 +101,7 @@ def test_an_instance_that_failed_makes_the_cell_an_error() -> None:
     assert cell_problems(failed) == [
         "k6 instance 2 of 2 was killed by SIGKILL (the other instances were stopped)"
     ]
+    assert not failed.server_failed  # no server log beside it: the server answered
     hung = CellFacts(budget_s=62.0, k6_exit=None, summary=False, k6_name="k6 instance 1 of 2")
     assert cell_problems(hung) == [
         "k6 instance 1 of 2 did not finish within 62 s (hung?) and was stopped"
