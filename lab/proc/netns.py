@@ -37,6 +37,7 @@ SUBNETS = tuple(ipaddress.IPv4Network(f"10.213.{k}.0/24") for k in range(256))
 COMMAND_TIMEOUT_S = 10.0
 PROBE_CONNECTS = 20  # TCP connects per probe: each is one round trip (SYN, SYN-ACK)
 PROBE_TIMEOUT_S = 30.0
+PROBE_INDEX = 999  # the namespace netem_available makes (labn<pid>-999)
 _LINK = re.compile(rf"^{PREFIX}(\d+)[bhn]\d*$")
 _NAMESPACE = re.compile(rf"^{PREFIX}(\d+)-\d+$")
 
@@ -60,6 +61,26 @@ def check(rtt_ms: float | None) -> None:
     for tool in ("ip", *(["tc"] if rtt_ms else [])):
         if not shutil.which(tool):
             raise NetworkUnavailable(f"--netns needs `{tool}` (iproute2), which is not installed")
+    if rtt_ms and not netem_available():
+        raise NetworkUnavailable(
+            "--rtt-ms needs tc's netem qdisc, which this kernel lacks (CONFIG_NET_SCH_NETEM)"
+        )
+
+
+def netem_available() -> bool:
+    """Whether the kernel has netem: tried on a veth pair inside a namespace of the lab's
+    own, made and removed for it (the host's interfaces are not touched)."""
+    ns = f"{PREFIX}{os.getpid()}-{PROBE_INDEX}"
+    inside = ["ip", "-n", ns]
+    try:
+        steps = [
+            ["ip", "netns", "add", ns],
+            [*inside, "link", "add", "probe", "type", "veth", "peer", "name", "probe1"],
+            ["tc", "-n", ns, "qdisc", "add", "dev", "probe", "root", "netem", "delay", "1ms"],
+        ]
+        return all(_run(step).returncode == 0 for step in steps)
+    finally:
+        _run(["ip", "netns", "del", ns])  # its veth pair goes with it
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,13 @@ def test_netns_checks_root_then_the_tools(monkeypatch: pytest.MonkeyPatch) -> No
     netns.check(None)  # tc is needed for a delay only
     with pytest.raises(netns.NetworkUnavailable, match="needs `tc`"):
         netns.check(5.0)
+    monkeypatch.setattr(netns.shutil, "which", lambda tool: "/x")
+    monkeypatch.setattr(netns, "netem_available", lambda: False)
+    netns.check(None)  # netem is needed for a delay only
+    with pytest.raises(netns.NetworkUnavailable, match="this kernel lacks"):
+        netns.check(5.0)
+    monkeypatch.setattr(netns, "netem_available", lambda: True)
+    netns.check(5.0)
 
 
 # --- the namespaces' commands and their clean-up ------------------------------------------
