@@ -342,8 +342,10 @@ class Runner:
     def loadgen_cost(self, vus: int) -> calibrate.LoadgenCost:
         """k6's cost per request at this many VUs, measured the first time it is needed."""
         if vus not in self.loadgen:
+            # a split cell's instances write every request: so does the measurement
+            sampled = self.options.loadgens > 1
             cost = calibrate.loadgen_cost(
-                self.k6_cpus, self.server_cpus, self.run.path / "calibration", vus
+                self.k6_cpus, self.server_cpus, self.run.path / "calibration", vus, sampled
             )
             self.loadgen[vus] = cost
             print(

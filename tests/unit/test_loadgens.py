@@ -132,3 +132,34 @@ def test_a_hung_instance_is_named_and_all_are_stopped(tmp_path: Path) -> None:
     assert all(r.proc.poll() is not None for r in group.runs)
     done = _group("pass", "pass", tmp=tmp_path)
     assert done.wait(timeout=10) == (0, 0)
+
+
+def test_a_split_cells_k6_cost_is_measured_writing_every_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The instances of a split cell write each request (segments.output_args), which costs
+    k6 CPU: the measurement of k6's cost per request writes them too (and says so)."""
+    from lab.run import calibrate, segments
+
+    started: list[list[str] | None] = []
+
+    class Server:
+        url = "http://127.0.0.1:9"
+
+        def start(self, timeout: float) -> Server:
+            return self
+
+        def stop(self) -> None:
+            return None
+
+    def start(*args: object) -> loadgen.K6Run:
+        started.append(args[7])  # type: ignore[arg-type]
+        raise OSError("no k6 here")
+
+    monkeypatch.delenv("LAB_K6_US", raising=False)
+    monkeypatch.setattr(calibrate.server, "target_server", lambda *a, **k: Server())
+    monkeypatch.setattr(calibrate.loadgen, "start", start)
+    calibrate.loadgen_cost([1], [0], tmp_path, 50, sampled=True)
+    calibrate.loadgen_cost([1], [0], tmp_path, 50)
+    samples = tmp_path / f"loadgen-50-sampled{segments.SAMPLES_SUFFIX}"
+    assert started == [segments.output_args(samples), None]
