@@ -680,7 +680,10 @@ def test_k6_is_calibrated_once_per_vu_count(monkeypatch: pytest.MonkeyPatch, tmp
 
     calls: list[int] = []
 
-    def measure(k6: Any, srv: Any, folder: Any, vus: int) -> calibrate.LoadgenCost:
+    def measure(
+        k6: Any, srv: Any, folder: Any, vus: int, sampled: bool = False
+    ) -> calibrate.LoadgenCost:
+        assert not sampled  # one k6 a cell: nothing written per request
         calls.append(vus)
         return calibrate.LoadgenCost(100.0 + vus, None, 1, "measured: stub", vus)
 
