@@ -121,6 +121,18 @@ bench target endpoint *options: _ready
 bench-all *options: _ready
     @{{python}} -m lab bench-all "$@"
 
+# One cell's load for Kubernetes: the k6-operator TestRun, its volume and the k6 archive, e.g. `just k6-operator go hello --url http://go.default.svc:8000 --parallelism 4`.
+[no-exit-message]
+[group('bench')]
+k6-operator target endpoint *options: _ready
+    @{{python}} -m lab k6-operator "$@"
+
+# Make the collected outputs of k6 instances that ran one cell in segments (the k6-operator's runners) a run with one merged row.
+[no-exit-message]
+[group('bench')]
+ingest dir *options: _ready
+    @{{python}} -m lab ingest "$@"
+
 # Rewrite README's targets table from the manifests (`--check`: only compare).
 [no-exit-message]
 [group('lab')]

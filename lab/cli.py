@@ -16,12 +16,24 @@ from lab.errors import USAGE_ERROR, UsageError
 from lab.matrix import MatrixError
 from lab.proc import runlock, server
 from lab.report import compare
-from lab.run import bench, loadgen, reproduce, serve
+from lab.run import bench, ingest, k6operator, loadgen, reproduce, serve
 from lab.targets import UnknownChoice
 from lab.tools import docs, scaffold
 
 # `lab --help` lists the commands in this order.
-COMMANDS = (targets, server, serve, bench, reproduce, report, compare, scaffold, docs)
+COMMANDS = (
+    targets,
+    server,
+    serve,
+    bench,
+    reproduce,
+    k6operator,
+    ingest,
+    report,
+    compare,
+    scaffold,
+    docs,
+)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -352,6 +352,15 @@ def answered_together(ends_s: list[float], capacity: float) -> bool:
     return last > 0 and late >= max(2 * capacity, TOGETHER_SHARE * len(ends_s))
 
 
+def bursts_apply(kind: str, bound: str) -> bool:
+    """Whether a cell whose server answers its queue together (answered_together) is predicted
+    as bursts: where its limit is a slot a request holds (the slots; for a CPU endpoint, whose
+    slots are its CPUs (slots()), the server's CPU: Django's ASGI /cpu ran 50 requests of
+    0.18 s before it answered any, run 20261127-112913), not where a queue of its own (the
+    VUs, k6, a pool behind the slots) sets the pace."""
+    return bound == "slots" or (kind == "cpu" and bound == "server-cpu")
+
+
 def burst_window(
     vus: int, capacity: float, hold_s: float, duration_s: float, grace_s: float
 ) -> tuple[float, float, int]:

@@ -19,9 +19,12 @@ import time
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 import psutil
+
+if TYPE_CHECKING:
+    from lab.matrix import Cell
 
 
 @dataclass
@@ -117,6 +120,24 @@ class CellResult:
     server_stop_s: float | None = None
     cell_s: float | None = None
     started_at: str = ""
+
+    @classmethod
+    def for_cell(cls, cell: Cell, **values: Any) -> CellResult:
+        """A cell's row before anything is measured: what the cell says of itself, then
+        `values` (run_id, status, ...)."""
+        return cls(
+            cell=cell.id,
+            target=cell.target,
+            profile=cell.profile,
+            endpoint=cell.endpoint,
+            ms=cell.param("ms"),
+            n=cell.param("n"),
+            vus=cell.vus,
+            rate=cell.rate,
+            duration_s=cell.duration_s,
+            repeat=cell.repeat,
+            **values,
+        )
 
     @property
     def key(self) -> str:

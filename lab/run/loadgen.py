@@ -55,9 +55,22 @@ def environment(
     script_vars = {"RATE", "ITERATIONS", "TIMEOUT", "GRACEFUL_STOP"} | {
         p.name.upper() for e in load().endpoints for p in e.params
     }
-    env = {
+    return {
         **{k: v for k, v in os.environ.items() if k not in script_vars},
         "K6_NO_USAGE_REPORT": "true",
+        **script_values(cell, base_url, summary, canary_rate, graceful_stop_s),
+    }
+
+
+def script_values(
+    cell: Cell,
+    base_url: str,
+    summary: Path | str,
+    canary_rate: int,
+    graceful_stop_s: float | None = None,
+) -> dict[str, str]:
+    """The variables k6/lab.js reads for this cell (what `k6 archive -e` stores)."""
+    values = {
         "BASE_URL": base_url,
         "ENDPOINT": cell.endpoint,
         "VUS": str(cell.vus),
@@ -65,17 +78,17 @@ def environment(
         "CANARY_RATE": str(canary_rate),
         "SUMMARY": str(summary),
     }
-    env.update({name.upper(): str(value) for name, value in cell.params})
+    values.update({name.upper(): str(value) for name, value in cell.params})
     if cell.rate:
-        env["RATE"] = str(cell.rate)
+        values["RATE"] = str(cell.rate)
     if graceful_stop_s is not None:
-        env["GRACEFUL_STOP"] = f"{round(graceful_stop_s * 1000)}ms"
+        values["GRACEFUL_STOP"] = f"{round(graceful_stop_s * 1000)}ms"
     if cell.iterations:
         # A fixed number of requests (a post's sequential client or burst): no canary, whose
         # requests the post did not send and whose DURATION would outlast the iterations.
-        env["ITERATIONS"] = str(cell.iterations)
-        env["CANARY_RATE"] = "0"
-    return env
+        values["ITERATIONS"] = str(cell.iterations)
+        values["CANARY_RATE"] = "0"
+    return values
 
 
 @dataclass

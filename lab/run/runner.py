@@ -528,18 +528,9 @@ class Runner:
 
     def _row(self, cell: Cell) -> CellResult:
         """The cell's row before anything is measured."""
-        return CellResult(
+        return CellResult.for_cell(
+            cell,
             run_id=self.run.run_id,
-            cell=cell.id,
-            target=cell.target,
-            profile=cell.profile,
-            endpoint=cell.endpoint,
-            ms=cell.param("ms"),
-            n=cell.param("n"),
-            vus=cell.vus,
-            rate=cell.rate,
-            duration_s=cell.duration_s,
-            repeat=cell.repeat,
             status="ok",
             server_cpus=_cpus(self.server_cpus) if not self.options.url else "",
             k6_cpus=_cpus(self.k6_cpus),
@@ -720,6 +711,7 @@ class Runner:
             disk_note=_disk_note(self.run.path) if code is not None and data is None else "",
             k6_name="k6" if len(instances) == 1 else f"k6 instance {which + 1} of {len(instances)}",
             k6_failed=failed,
+            none_expected=row.predicted_rps == 0 and row.burst_period_s is not None,
         )
 
     def _instances(self, stem: str) -> list[loadgen.Instance]:
@@ -904,7 +896,9 @@ class Runner:
         if not (cell.repeat == 1 or (queued and 2 * capacity <= TIMELINE_MAX)):
             return prediction
         ends = self.timeline(attempt.base, endpoint.path, cell, row, attempt.stem)
-        if not (queued and not cell.iterations and ends and prediction.bound == "slots"):
+        if not (queued and not cell.iterations and ends):
+            return prediction
+        if not model.bursts_apply(endpoint.kind, prediction.bound):
             return prediction
         if not model.answered_together(ends, capacity):
             return prediction
@@ -1037,6 +1031,9 @@ class CellFacts:
     disk_note: str = ""  # what the results disk says when k6 wrote no summary
     k6_name: str = "k6"  # the k6 instance k6_exit is of ("k6 instance 2 of 2")
     k6_failed: bool = False  # one of several instances failed: the others were stopped
+    # the model predicted no answer within the window (a burst due after it): the row is
+    # censored with that reason, not an error
+    none_expected: bool = False
 
     @property
     def server_failed(self) -> bool:
@@ -1080,7 +1077,7 @@ def cell_problems(facts: CellFacts) -> list[str]:
             f"{facts.failed_requests} of {(facts.requests or 0) + facts.failed_requests} "
             f"requests failed ({share:.2%}, above {FAILED_SHARE_MAX:.1%})"
         )
-    elif not facts.requests:
+    elif not facts.requests and not facts.none_expected:
         problems.append("no successful requests (server stopped answering?)")
     if facts.ended:
         problems.append(

@@ -106,6 +106,8 @@ def _duration_rows(path: Path) -> Iterator[tuple[str, str, float]]:
             # Only the duration rows are parsed: they are 1 in 13 of the file.
             for row in csv.reader(line for line in f if line.startswith(prefix)):
                 yield row[at_scenario], row[at_expected], float(row[at_value])
+    except SamplesError:
+        raise
     except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise SamplesError(f"{path}: cannot read k6's samples ({exc})") from None
     except (IndexError, ValueError) as exc:

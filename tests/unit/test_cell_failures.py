@@ -115,6 +115,12 @@ def test_no_successful_requests() -> None:
     text = "no successful requests (server stopped answering?)"
     assert cell_problems(facts(requests=0)) == [text]
     assert cell_problems(facts(requests=None, failed_requests=None)) == [text]
+    # none was expected: the model's burst came after the window (the row is censored)
+    assert cell_problems(facts(requests=0, none_expected=True)) == []
+    # but a server that died is still named
+    assert cell_problems(facts(requests=0, none_expected=True, server_exit=KILLED)) == [
+        "the server was killed by SIGKILL during the cell"
+    ]
 
 
 def test_serving_processes_ended() -> None:

@@ -806,6 +806,18 @@ def test_a_burst_window_counts_whole_bursts() -> None:
     assert model.burst_window(50, 1, 0.101, 600.0, 1.0)[0] == pytest.approx(1 / 0.101, rel=0.01)
 
 
+def test_bursts_are_predicted_where_a_held_slot_sets_the_pace() -> None:
+    assert model.bursts_apply("sleep", "slots")  # Quart's, Django's blocked loop
+    assert model.bursts_apply("cpu", "server-cpu")  # Django's ASGI /cpu: its slot is its CPU
+    assert not model.bursts_apply("sleep", "vus")
+    assert not model.bursts_apply("sleep", "server-cpu")  # unbounded: no queue of slots
+    assert not model.bursts_apply("db", "db-pool")
+    # Django's ASGI /cpu on a slowed CPU (0.177 s a request, run 20261127-112913): 50 answered
+    # together every 8.85 s, none within quick's 7 s and 1 s of grace: censored, not an error
+    rps, period, bursts = model.burst_window(50, 1, 0.177, 7.0, 1.0)
+    assert (rps, bursts) == (0.0, 0) and period == pytest.approx(8.85)
+
+
 def test_lab_js_grace_is_the_runners() -> None:
     from lab.run import loadgen
 

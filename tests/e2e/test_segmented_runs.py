@@ -9,7 +9,9 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import shutil
 import subprocess
+import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +19,13 @@ from typing import Any
 
 import numpy
 import pytest
+from harness.labrun import run_lab
 
 from lab import targets
 from lab.matrix import Cell
 from lab.proc import server
-from lab.run import loadgen, segments
+from lab.run import k6operator, loadgen, segments
+from lab.rundir import read_rows
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
 
@@ -140,3 +144,54 @@ def test_split_run_merges_to_the_percentiles_of_all_its_samples(
     whole = splits[1].summaries[0]["metrics"]["vus_max"]["values"]["max"]
     shares = [s["metrics"]["vus_max"]["values"]["max"] for s in split.summaries]
     assert all(share < whole for share in shares) and sum(shares) >= CELL.vus, (whole, shares)
+
+
+def test_k6_operator_folder_then_ingest(splits: dict[int, Split], tmp_path: Path) -> None:
+    """The k6-operator path without a cluster: `lab k6-operator` writes the archive (checked by
+    k6 inspect: the cell's load, its values stored) and the TestRun; the runners' outputs,
+    collected as kubectl cp lays them out (a folder per runner pod), are the 3-way split's;
+    `lab ingest` makes them a run with one row, the merge of the three."""
+    folder = tmp_path / "op"
+    done = run_lab(
+        "k6-operator", "go", "sync", "--url", "http://go.default.svc:8000", "--parallelism", "3",
+        "--vus", "12", "--duration", "2s", "--ms", "20", "--canary-rate", str(CANARY_RATE),
+        "--out", str(folder),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"just ingest {folder / 'runners'}" in done.stdout
+    inspect = subprocess.run(
+        [loadgen.binary(), "inspect", str(folder / k6operator.ARCHIVE)],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert inspect.returncode == 0, inspect.stderr
+    scenarios = json.loads(inspect.stdout)["scenarios"]
+    assert scenarios["main"]["executor"] == "constant-vus"
+    assert (scenarios["main"]["vus"], scenarios["main"]["duration"]) == (12, "2s")
+    assert scenarios["canary"]["rate"] == CANARY_RATE
+    with tarfile.open(folder / k6operator.ARCHIVE) as tar:
+        env = json.load(tar.extractfile("metadata.json"))["env"]  # type: ignore[arg-type]
+    assert env["BASE_URL"] == "http://go.default.svc:8000" and env["MS"] == "20"
+    assert env["SUMMARY"] == k6operator.SUMMARY  # in the runner's own folder of the volume
+    testrun = json.loads((folder / "testrun.json").read_text())
+    assert testrun["spec"]["parallelism"] == 3
+
+    split = splits[3]
+    runners = folder / "runners"
+    for i, (summary, samples) in enumerate(zip(split.summary_paths, split.samples, strict=True)):
+        pod = runners / f"lab-gin-sync-{i + 1}-x{i}z"
+        pod.mkdir(parents=True)
+        shutil.copy(summary, pod / "summary.json")
+        shutil.copy(samples, pod / "samples.csv.gz")
+    results = tmp_path / "results"
+    done = run_lab("ingest", str(runners), "--out", str(results))
+    assert done.returncode == 0, done.stderr
+    (row,) = read_rows(results / "latest" / "results.csv")
+    merged = segments.merge(split.summaries, split.samples)
+    assert (row.status, row.target, row.endpoint, row.ms, row.vus) == ("ok", "gin", "sync", 20, 12)
+    assert row.cell == "gin/release/sync?ms=20@vus=12#1"  # "go" is gin's alias
+    assert row.verdict == "no model" and row.predicted_rps is None
+    assert row.requests == merged["requests"] and row.failed_requests == 0
+    for key in ("rps", *LATENCY_KEYS, "lat_max_ms", "canary_p50_ms", "canary_p99_ms"):
+        assert getattr(row, key) == pytest.approx(merged[key], rel=1e-5), key  # 6 digits
+    meta = json.loads((results / "latest" / "run.json").read_text())
+    assert meta["status"] == "complete" and meta["matrix"]["loadgens"] == 3
