@@ -247,8 +247,11 @@ def used_networks() -> list[ipaddress.IPv4Network]:
     return nets
 
 
-def free_subnet(used: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
-    for candidate in SUBNETS:
+def free_subnet(used: list[ipaddress.IPv4Network], start: int = 0) -> ipaddress.IPv4Network:
+    """The first candidate from `start` on that nothing used overlaps (runs at once, with
+    --allow-concurrent, start at their PIDs': they do not race for the same one)."""
+    for k in range(len(SUBNETS)):
+        candidate = SUBNETS[(start + k) % len(SUBNETS)]
         if not any(candidate.overlaps(u) for u in used):
             return candidate
     raise NetworkUnavailable(f"no free /24 among {SUBNETS[0]}-{SUBNETS[-1]} for the lab's bridge")
@@ -257,7 +260,8 @@ def free_subnet(used: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
 def create(count: int, delay_ms: float | None = None, pid: int | None = None) -> Network:
     """The network of count load hosts; on any failure what was made is removed and
     NetworkUnavailable says why in one line."""
-    net = Network(pid or os.getpid(), free_subnet(used_networks()), count, delay_ms)
+    pid = pid or os.getpid()
+    net = Network(pid, free_subnet(used_networks(), pid % len(SUBNETS)), count, delay_ms)
     try:
         for command in up_commands(net):
             done = _run(command)

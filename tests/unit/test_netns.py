@@ -98,6 +98,8 @@ def test_leftovers_are_the_lab_names_of_dead_runs_only() -> None:
 def test_the_bridge_takes_a_slash_24_nothing_of_the_host_uses() -> None:
     used = [ipaddress.IPv4Network(n) for n in ("10.213.0.0/24", "10.213.1.7/32", "0.0.0.0/32")]
     assert netns.free_subnet(used) == ipaddress.IPv4Network("10.213.2.0/24")
+    assert netns.free_subnet(used, 255) == ipaddress.IPv4Network("10.213.255.0/24")
+    assert netns.free_subnet(used, 256 + 1) == ipaddress.IPv4Network("10.213.2.0/24")
     with pytest.raises(netns.NetworkUnavailable, match="no free /24"):
         netns.free_subnet([ipaddress.IPv4Network("10.0.0.0/8")])
 
@@ -118,7 +120,7 @@ def test_a_failed_command_removes_what_was_made(monkeypatch: pytest.MonkeyPatch)
     assert "netem" in str(raised.value) and "\n" not in str(raised.value)
     at = next(i for i, c in enumerate(ran) if c[0] == "tc")
     assert ran[at + 1 :] == [
-        *netns.down_commands(netns.Network(4242, netns.SUBNETS[0], 2, 5.0)),
+        *netns.down_commands(netns.Network(4242, netns.SUBNETS[4242 % 256], 2, 5.0)),
         ["ip", "-j", "link", "show"],
         ["ip", "-j", "netns", "list"],
     ]
