@@ -22,9 +22,11 @@ closed queueing network. One request visits:
   loadgen     the load side's CPUs: k6's cost per request (measured once per VU count:
               lab.js on the Go target's /hello, k6's CPUs over its top rate) plus, for
               /upstream, the upstream service's CPU per request and, for the database
-              endpoints, the database's CPU per request (both share k6's CPUs);
+              endpoints, the database's CPU per request (both share k6's CPUs); with several
+              k6 instances (--loadgens), the distinct CPUs they run on (load_side_cpus);
   overhead    Z: the rest of one round trip on the idle server (loopback, kernel, the
-              hand-off to a thread pool, a sleep's overshoot), a pure delay.
+              hand-off to a thread pool, a sleep's overshoot), a pure delay; with the load
+              in network namespaces (--netns), plus their links' measured round trip.
 
 Method. The slots hold a request for a fixed time (a sleep): with fixed service times a
 multi-server station has no queueing below its capacity and is saturated above it, so its
@@ -164,6 +166,15 @@ class Prediction:
 
 
 NO_MODEL = Prediction(None, None, "", {})
+
+
+def load_side_cpus(instance_cpus: list[list[int] | None], every: int) -> int:
+    """The load side's CPUs: the distinct CPUs the k6 instances run on (n times one's CPUs
+    when each has its own; on this 2-CPU host all instances share the load side's one, and
+    so does the model). An instance not pinned may use every CPU of the host (`every`)."""
+    if not instance_cpus or any(cpus is None for cpus in instance_cpus):
+        return every
+    return len({cpu for cpus in instance_cpus for cpu in cpus or []})
 
 
 def slots(kind: str, endpoint: str, info: dict[str, Any]) -> float:
@@ -530,7 +541,10 @@ def limit_text(bound: str, r: Any) -> str:
         case "server-cpu":
             text = f"server CPU {f(r.server_cpu_ms, 'ms')}/request"
         case "loadgen":
-            text = f"k6 {f(r.loadgen_us, 'µs')}/request → {f(r.loadgen_rps_max, 'rps')} max"
+            text = (
+                f"{load_generators(r)}k6 {f(r.loadgen_us, 'µs')}/request "
+                f"→ {f(r.loadgen_rps_max, 'rps')} max"
+            )
         case "upstream-cpu":
             text = f"upstream {f(r.upstream_cpu_ms, 'ms')}/request on k6's CPUs"
         case "db-cpu":
@@ -548,6 +562,17 @@ def limit_text(bound: str, r: Any) -> str:
     if seen and verdict("ok", r.efficiency, "", r.tolerance) in ("below model", "above model"):
         text += f" · under the load: {seen}"
     return text
+
+
+def load_generators(r: Any) -> str:
+    """The loadgen bound's words for a cell split into several k6 instances (--loadgens): how
+    many, on how many CPUs (the load side's ceiling is those CPUs'); '' for one instance."""
+    n = getattr(r, "loadgens", None) or 1
+    if n < 2:
+        return ""
+    cpus = len((getattr(r, "k6_cpus", "") or "").split())
+    on = f" on {cpus} CPU{'' if cpus == 1 else 's'}" if cpus else ""
+    return f"{n} load generators{on}: "
 
 
 def observed(bound: str, r: Any) -> str:
@@ -572,7 +597,11 @@ def observed(bound: str, r: Any) -> str:
         case "loadgen":
             if r.k6_cpu_pct is None:
                 return ""
-            return f"k6 {r.k6_cpu_pct:.0f} % of a CPU busy, {per_request(r.k6_cpu_pct, 1e6, 'µs')}"
+            each = getattr(r, "k6_cpu_pcts", "")
+            return (
+                f"k6 {r.k6_cpu_pct:.0f} % of a CPU busy{f' ({each})' if each else ''}, "
+                f"{per_request(r.k6_cpu_pct, 1e6, 'µs')}"
+            )
         case "slots" | "db-pool":
             if not r.capacity:
                 return ""

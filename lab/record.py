@@ -69,7 +69,8 @@ class CellResult:
     server_rss_mb: float | None = None
     # the most OS threads the server's processes held at once (a thread per request shows here)
     server_threads: int | None = None
-    k6_cpu_pct: float | None = None
+    k6_cpu_pct: float | None = None  # k6's CPU, of all its instances together (--loadgens)
+    k6_cpu_pcts: str = ""  # each instance's, when there are several: e.g. "93+91"
     upstream_cpu_pct: float | None = None
     db_cpu_pct: float | None = None  # the database server's CPU during the load (db cells)
     loadgen_bound: bool | None = None
@@ -80,10 +81,13 @@ class CellResult:
     capacity: int | None = None
     server_cpus: str = ""
     k6_cpus: str = ""
+    loadgens: int | None = None  # k6 instances the cell's load was split into (--loadgens)
     # the model's inputs, measured before the load, and its prediction
     service_ms: float | None = None  # waiting time S per request (from the contract)
     server_cpu_ms: float | None = None  # server tree CPU per request, idle server
     overhead_ms: float | None = None  # per-request round trip beyond the server's CPU
+    # what the load hosts' links add to a round trip (--netns: measured, in overhead_ms too)
+    rtt_ms: float | None = None
     overshoot_ms: float | None = None  # how late a request's waits end (holds its slot)
     upstream_cpu_ms: float | None = None  # upstream service CPU per request (/upstream)
     db_pool: int | None = None  # connections per worker in the pool the endpoint uses (db cells)

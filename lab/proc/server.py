@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import argparse
 import contextlib
+import ipaddress
 import json
 import os
 import shutil
@@ -40,6 +41,14 @@ BUILD_TIMEOUT_S = 600.0
 
 class ServerError(RuntimeError):
     """A server failed to build, start or answer; the message carries its log's tail."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether host is this machine's loopback (localhost, 127.0.0.0/8, ::1)."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def free_port(host: str = HOST) -> int:

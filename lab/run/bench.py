@@ -8,7 +8,6 @@ folder."""
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import random
 import sys
@@ -24,7 +23,7 @@ from lab.contract import load
 from lab.errors import UsageError
 from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, names, parse_duration
 from lab.model import MAX_CELL_S
-from lab.proc import children, interrupt, runlock, server
+from lab.proc import children, interrupt, netns, runlock, server
 from lab.proc.database import Database, DatabaseUnavailable, bin_dir, display_url, run_as
 from lab.record import RunMeta
 from lab.run import loadgen
@@ -39,11 +38,7 @@ def _check_url(url: str, allow_remote: bool) -> dict:
     if parts.scheme != "http" or not parts.hostname:
         raise UsageError(f"--url must look like http://127.0.0.1:8000, got {url!r}")
     host = parts.hostname
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback and not allow_remote:
+    if not server.is_loopback(host) and not allow_remote:
         raise UsageError(f"--url {host} is not a loopback address; add --allow-remote to load it")
     try:
         status, info = server.get_json(url.rstrip("/") + "/info", timeout=5)
@@ -135,9 +130,24 @@ def _apply_env(env: dict[str, str]) -> None:
 # Options that describe a new run: --resume takes the run's own and refuses these.
 NEW_RUN_OPTIONS = (
     "profile", "vus", "duration", "ms", "n", "rate", "matrix", "repeat", "url", "port",
-    "canary_rate", "python",
+    "canary_rate", "python", "loadgens", "rtt_ms",
 )  # fmt: skip
-NEW_RUN_FLAGS = ("no_pin", "allow_remote")
+NEW_RUN_FLAGS = ("no_pin", "allow_remote", "netns")
+
+
+def check_load_options(args: argparse.Namespace) -> None:
+    """--loadgens, --netns and --rtt-ms make sense together, and here (one line, exit 2):
+    --rtt-ms delays the namespaces' links, --netns needs root and starts its own servers
+    (a --url server is not on the namespaces' bridge)."""
+    if args.rtt_ms is not None and not args.netns:
+        raise UsageError("--rtt-ms delays the load hosts' links: it needs --netns")
+    if args.netns and args.url:
+        raise UsageError(
+            "--netns puts the lab's own servers on the load hosts' bridge; it does not apply "
+            "to --url"
+        )
+    if args.netns:
+        netns.check(args.rtt_ms)
 
 
 def _flag(name: str) -> str:
@@ -248,6 +258,8 @@ def _resume_plan(args: argparse.Namespace) -> Plan:
         raise UsageError(f"{args.resume}: run.json lacks its options or cells; it cannot resume")
     _results_base(run.path)
     options = Options(**meta.options)
+    if options.netns:  # the run's namespaces are made again: root is needed again
+        netns.check(options.rtt_ms)
     if args.db_url:  # run.json keeps the URL without its password: it may be given again
         if not options.db_url:
             raise UsageError(
@@ -271,6 +283,7 @@ def _resume_plan(args: argparse.Namespace) -> Plan:
 
 def _new_plan(args: argparse.Namespace, all_targets: bool) -> Plan:
     """A new run: the cells of the matrix the options describe, in a seeded random order."""
+    check_load_options(args)
     info = _check_url(args.url, args.allow_remote) if args.url else None
     if args.port and not args.url and server.port_in_use(args.port):
         raise UsageError(f"port {args.port} is already in use")
@@ -283,6 +296,7 @@ def _new_plan(args: argparse.Namespace, all_targets: bool) -> Plan:
     cells = expand(matrix, _targets_for(matrix, info), seed=seed)
     _check_params_apply(args, {c.endpoint for c in cells})
     options = Options(url=args.url, port=args.port, pin=not args.no_pin, db_url=args.db_url)
+    options.loadgens, options.netns, options.rtt_ms = args.loadgens or 1, args.netns, args.rtt_ms
     if matrix.max_duration:
         options.max_cell_s = parse_duration(matrix.max_duration)
     if matrix.graceful_stop:
@@ -339,6 +353,9 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str]) -> int:
                 f"earlier run ({', '.join(runs)})",
                 file=sys.stderr,
             )
+        removed = netns.remove_leftovers()  # as root: the namespaces of runs that were killed
+        if removed:
+            print(f"removed {', '.join(removed)}, left by an earlier run", file=sys.stderr)
         run, meta, runner = _open(plan, base, argv)
         if lock:
             lock.name(run=run.run_id, path=str(run.path))
@@ -540,6 +557,25 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         "/db): nothing is started or pinned; default: an embedded one per run",
     )
     p.add_argument("--resume", metavar="RUN", help="finish the missing cells of an earlier run")
+    p.add_argument(
+        "--loadgens",
+        type=arguments.positive,
+        help="split each cell's load into N k6 instances (execution segments), merged into "
+        "one row (default 1)",
+    )
+    p.add_argument(
+        "--netns",
+        action="store_true",
+        help="run each k6 instance in a network namespace of its own, a load host on a "
+        "bridge to the server (root only)",
+    )
+    p.add_argument(
+        "--rtt-ms",
+        type=arguments.positive_number,
+        metavar="MS",
+        help="with --netns: tc netem delay on each load host's link (the round trip grows by "
+        "MS; the model adds the measured one to Z)",
+    )
     p.add_argument(
         "--canary-rate",
         type=arguments.non_negative,

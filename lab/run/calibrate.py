@@ -21,7 +21,7 @@ from lab.contract import Endpoint
 from lab.matrix import Cell
 from lab.proc import probe, server
 from lab.proc.sampler import Sampler, cpu_seconds
-from lab.run import loadgen
+from lab.run import loadgen, segments
 
 # Stop when the server has used this much CPU, or after this long, whichever comes first
 # (at least MIN_REQUESTS). CPU time is read in nanoseconds (schedstat); what limits the
@@ -322,12 +322,17 @@ def k6_cost_us(busy_pct: float, rps: float, cpus: int) -> tuple[float, str]:
 
 
 def loadgen_cost(
-    k6_cpus: list[int] | None, server_cpus: list[int] | None, folder: Path, vus: int
+    k6_cpus: list[int] | None,
+    server_cpus: list[int] | None,
+    folder: Path,
+    vus: int,
+    sampled: bool = False,
 ) -> LoadgenCost:
     """k6's cost per request on its own CPUs at `vus` VUs (it grows with the VUs, measured:
     CONTRACT.md, 'The capacity model'): lab.js on the Go target's /hello (the cheapest server
-    there is, pinned to the server's CPUs) for a couple of seconds, k6 sampled. Falls back to
-    ASSUMED_K6_US, saying so."""
+    there is, pinned to the server's CPUs) for a couple of seconds, k6 sampled. sampled: k6
+    writes every request as the instances of a split cell do (lab.run.segments: that output
+    costs k6 CPU too). Falls back to ASSUMED_K6_US, saying so."""
     cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
     given = os.environ.get("LAB_K6_US", "")
     with contextlib.suppress(ValueError):
@@ -348,8 +353,13 @@ def loadgen_cost(
         )
         proc.start(30)
         cell = Cell("gin", gin.default_profile, "hello", (), vus, None, LOADGEN_DURATION, 1)
-        summary = folder / f"loadgen-{vus}-k6.json"
-        run = loadgen.start(cell, proc.url, summary, folder / f"loadgen-{vus}-k6.log", k6_cpus, 0)
+        name = f"loadgen-{vus}" + ("-sampled" if sampled else "")
+        summary = folder / f"{name}-k6.json"
+        output = segments.output_args(folder / f"{name}{segments.SAMPLES_SUFFIX}")
+        run = loadgen.start(
+            cell, proc.url, summary, folder / f"{name}-k6.log", k6_cpus, 0, None,
+            output if sampled else None,
+        )  # fmt: skip
         sampler = Sampler({"k6": run.proc.pid}, interval=0.1).start()
         run.wait(timeout=LOADGEN_WAIT_S)
         usage = sampler.stop()["k6"]
@@ -362,7 +372,9 @@ def loadgen_cost(
             us,
             float(rps),
             cpus,
-            f"measured: lab.js, {vus} VUs on gin /hello ({how})",
+            f"measured: lab.js, {vus} VUs on gin /hello"
+            + (", every request written" if sampled else "")
+            + f" ({how})",
             vus,
             usage.busy_pct / 100.0 / float(rps) * 1e6,
         )

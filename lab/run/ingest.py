@@ -131,7 +131,11 @@ def row_of(cell: Cell, summaries: list[dict[str, Any]], samples: list[Path]) -> 
     ]
     measured = [d / 1000.0 for d in durations if isinstance(d, int | float)]
     row = CellResult.for_cell(
-        cell, measured_s=max(measured) if measured else None, status="ok", started_at=utc_now()
+        cell,
+        measured_s=max(measured) if measured else None,
+        status="ok",
+        loadgens=len(summaries),  # the runners the cell's load was split into
+        started_at=utc_now(),
     )
     row.update(**merged)
     judge(row)

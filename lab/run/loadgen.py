@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,11 +127,17 @@ def start(
     cpus: list[int] | None = None,
     canary_rate: int = CANARY_RATE,
     graceful_stop_s: float | None = None,
+    run_args: list[str] | None = None,
+    prefix: list[str] | None = None,
 ) -> K6Run:
+    """One k6 process. run_args: more flags of `k6 run` (an instance's execution segment and
+    sample output); prefix: what runs it (`ip netns exec NS`: inside a load host)."""
     # --address "": no REST API, so cells never collide on its port 6565.
-    command = [binary(), "run", "--quiet", "--no-color", "--address", "", str(SCRIPT)]
+    command = [binary(), "run", "--quiet", "--no-color", "--address", "", *(run_args or [])]
+    command.append(str(SCRIPT))
     if cpus:
         command = ["taskset", "-c", ",".join(map(str, cpus)), *command]
+    command = [*(prefix or []), *command]
     with log.open("wb") as out:
         # A session of its own: Ctrl-C reaches the runner, which stops k6 itself.
         proc = children.spawn(
@@ -142,6 +149,87 @@ def start(
             stderr=subprocess.STDOUT,
         )
     return K6Run(proc, summary, log)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Where one of a cell's k6 instances writes and runs."""
+
+    summary: Path  # its handleSummary JSON (lab.js's SUMMARY)
+    log: Path
+    cpus: list[int] | None = None  # pinned to these
+    run_args: tuple[str, ...] = ()  # its segment and sample output (lab.run.segments)
+    prefix: tuple[str, ...] = ()  # what runs it: inside a load host's namespace
+
+
+@dataclass
+class LoadGroup:
+    """A cell's k6 instances, started together and ended together: one that fails stops the
+    others (its cell is an error row), and every path stops them all (kill)."""
+
+    runs: list[K6Run]
+
+    @property
+    def pids(self) -> list[int]:
+        return [r.proc.pid for r in self.runs]
+
+    def wait(self, timeout: float) -> tuple[int | None, int]:
+        """(exit code, instance): the first instance that failed (a non-zero exit) and its
+        code, the others stopped; or one that did not end within `timeout` (None; all are
+        then stopped); else (0, 0) once every instance ended well. Bounded by timeout."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:
+            codes = [r.proc.poll() for r in self.runs]
+            failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                self.kill()
+                return codes[failed[0]], failed[0]
+            if all(c is not None for c in codes):
+                return 0, 0
+            if time.monotonic() >= deadline:
+                hung = codes.index(None)
+                self.kill()
+                return None, hung
+            time.sleep(children.POLL_S)
+
+    def kill(self) -> None:
+        """Stop every instance still running (SIGTERM, then SIGKILL; bounded)."""
+        for r in self.runs:
+            if r.proc.poll() is None:
+                children.kill_group(r.proc.pid, signal.SIGTERM)
+        for r in self.runs:
+            r.kill()
+
+
+def start_group(
+    cell: Cell,
+    base_url: str,
+    instances: list[Instance],
+    canary_rate: int = CANARY_RATE,
+    graceful_stop_s: float | None = None,
+) -> LoadGroup:
+    """The cell's k6 instances, started one right after the other (k6 takes about 0.2 s to
+    start, during which the others start too). One that cannot start stops those started."""
+    group = LoadGroup([])
+    try:
+        for inst in instances:
+            group.runs.append(
+                start(
+                    cell,
+                    base_url,
+                    inst.summary,
+                    inst.log,
+                    inst.cpus,
+                    canary_rate,
+                    graceful_stop_s,
+                    list(inst.run_args),
+                    list(inst.prefix),
+                )
+            )
+    except BaseException:
+        group.kill()
+        raise
+    return group
 
 
 def _values(metrics: dict[str, Any], name: str, scenario: str) -> dict[str, float]:

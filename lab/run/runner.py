@@ -19,17 +19,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psutil
 
 from lab import interpreters, model, rundir, stability
 from lab.contract import load
 from lab.matrix import Cell, parse_duration
-from lab.proc import children, cpuspeed, interrupt, probe, server
+from lab.proc import children, cpuspeed, interrupt, netns, probe, server
 from lab.proc.database import Database, DatabaseError, DatabaseUnavailable, display_url
 from lab.proc.sampler import Sampler
 from lab.record import CellResult, utc_now
-from lab.run import calibrate, loadgen, warmup
+from lab.run import calibrate, loadgen, segments, warmup
 from lab.run.progress import Progress, clock
 from lab.rundir import RunDir
 from lab.targets import discover, find
@@ -73,6 +74,12 @@ class Options:
     graceful_stop_s: float | None = None
     # --db-url: the user's PostgreSQL instead of the embedded one (nothing started or pinned)
     db_url: str | None = None
+    # --loadgens: k6 instances a cell's load is split into (execution segments, merged rows)
+    loadgens: int = 1
+    # --netns: each instance in a network namespace of its own (lab.proc.netns), the server
+    # on the namespaces' bridge; --rtt-ms: netem's delay on each of their links
+    netns: bool = False
+    rtt_ms: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """For run.json: the database's URL without its password (--resume takes it again)."""
@@ -90,6 +97,23 @@ def cpu_split(pin: bool = True) -> tuple[list[int] | None, list[int] | None]:
         return None, None
     half = math.ceil(len(cpus) / 2)
     return cpus[:half], cpus[half:]
+
+
+def instance_cpus(k6_cpus: list[int] | None, n: int) -> list[list[int] | None]:
+    """The CPUs each of n k6 instances is pinned to: a share of the load side's CPUs of its
+    own when there are at least n, else one CPU each, taken in turn (instances then share:
+    on two CPUs, all of them run on the load side's one). None: not pinned."""
+    if not k6_cpus:
+        return [None] * n
+    if len(k6_cpus) < n:
+        return [[k6_cpus[i % len(k6_cpus)]] for i in range(n)]
+    size, extra = divmod(len(k6_cpus), n)
+    shares, at = [], 0
+    for i in range(n):
+        take = size + (i < extra)
+        shares.append(k6_cpus[at : at + take])
+        at += take
+    return shares
 
 
 def overhead_s(language: str) -> float:
@@ -137,7 +161,7 @@ class Attempt:
     info: dict[str, Any] = field(default_factory=dict)  # its /info
     upstream: server.ServerProcess | None = None  # the upstream service an /upstream cell calls
     database: Database | None = None  # the run's database a db cell queries (embedded only)
-    k6run: loadgen.K6Run | None = None
+    k6run: loadgen.LoadGroup | None = None  # the cell's k6 instances
     sampler: Sampler | None = None
     queried: Database | None = None  # the database a db cell's server queries (the user's too)
     # Started beside the previous cell's stop (Runner._prestart): the thread starting the
@@ -154,6 +178,9 @@ class Runner:
         self.options = options
         self.contract = load()
         self.server_cpus, self.k6_cpus = cpu_split(options.pin and not options.url)
+        self.instance_cpus = instance_cpus(self.k6_cpus, options.loadgens)
+        # --netns: the load hosts' namespaces, made when the run starts, removed at its end
+        self.network: netns.Network | None = None
         self.upstream: server.ServerProcess | None = None
         self.database = database
         # run.json's `database`: the server's info once a cell used it, how many times a
@@ -185,6 +212,8 @@ class Runner:
             # leaving the server's CPUs to the server alone.
             os.sched_setaffinity(0, self.k6_cpus)
         try:
+            if self.options.netns:  # a network that cannot be made is the run's one line
+                self._start_network()
             # first: a database that cannot start is the run's one line
             if any(self.contract[c.endpoint].kind == "db" for c in todo):
                 self._start_database()
@@ -215,7 +244,42 @@ class Runner:
                     self.upstream.stop()
                     self.upstream = None
                 self._stop_database()
+                self._stop_network()
         return rows
+
+    # --- the load hosts' network (--netns) ----------------------------------------------------
+
+    def _start_network(self) -> None:
+        """One namespace per k6 instance, and the extra round trip a request from them takes
+        (the model adds it to Z: the calibration runs from the root namespace)."""
+        net = netns.create(self.options.loadgens, self.options.rtt_ms)
+        self.network = net  # removed at the run's end, whatever happens next
+        self.network = replace(net, rtt_ms=round(netns.probe_rtt_ms(net), 3))
+        print(
+            f"load hosts: {net.count} namespace(s) {net.namespace(0)}.. on bridge {net.bridge} "
+            f"({net.subnet}), the server on {net.server_address}; round trip "
+            f"+{self.network.rtt_ms:g} ms beyond the root's"
+            + (f" (netem delay {net.delay_ms:g} ms)" if net.delay_ms else ""),
+            file=sys.stderr,
+        )
+
+    def _stop_network(self) -> None:
+        net, self.network = self.network, None
+        if net is None:
+            return
+        left = netns.remove(net)
+        if left:
+            print(f"lab: could not remove {', '.join(left)}", file=sys.stderr)
+
+    def _host(self) -> str:
+        """The address local servers listen on: the load hosts' bridge, or loopback."""
+        return self.network.server_address if self.network else server.HOST
+
+    @property
+    def rtt_ms(self) -> float | None:
+        """What a request's round trip from the load hosts adds to the calibration's (None:
+        k6 runs in the root namespace, as the calibration does)."""
+        return self.network.rtt_ms if self.network else None
 
     # --- the host's speed -----------------------------------------------------------------
 
@@ -278,8 +342,10 @@ class Runner:
     def loadgen_cost(self, vus: int) -> calibrate.LoadgenCost:
         """k6's cost per request at this many VUs, measured the first time it is needed."""
         if vus not in self.loadgen:
+            # a split cell's instances write every request: so does the measurement
+            sampled = self.options.loadgens > 1
             cost = calibrate.loadgen_cost(
-                self.k6_cpus, self.server_cpus, self.run.path / "calibration", vus
+                self.k6_cpus, self.server_cpus, self.run.path / "calibration", vus, sampled
             )
             self.loadgen[vus] = cost
             print(
@@ -468,6 +534,8 @@ class Runner:
             status="ok",
             server_cpus=_cpus(self.server_cpus) if not self.options.url else "",
             k6_cpus=_cpus(self.k6_cpus),
+            loadgens=self.options.loadgens,
+            rtt_ms=self.rtt_ms,
             started_at=utc_now(),
         )
 
@@ -489,6 +557,7 @@ class Runner:
             find(cell.target),
             cell.profile,
             port=self.options.port,
+            host=self._host(),
             cpus=self.server_cpus,
             upstream_url=upstream_url or "http://127.0.0.1:9",
             # Only a db cell's server opens pools: the others are measured as before the
@@ -579,21 +648,26 @@ class Runner:
         return seconds
 
     def _load(self, attempt: Attempt, seconds: float) -> CellFacts:
-        """The measured k6 run, the server tree and k6 sampled; fills the row with what k6 and
-        the sampler measured, and returns the facts the failure rules judge."""
+        """The measured k6 run (its instances, --loadgens), the server tree and k6 sampled;
+        fills the row with what k6 and the sampler measured, and returns the facts the
+        failure rules judge."""
         row = attempt.row
-        summary = self.run.summaries / f"{attempt.stem}.json"
+        host = urlsplit(attempt.base).hostname or ""
+        ours = server.is_loopback(host) or (self.network is not None and self.network.owns(host))
+        if attempt.proc and not ours:
+            # a local server is loaded only on loopback or in the namespaces the lab made
+            raise CellError(f"refusing to load {host}: not loopback nor the lab's own bridge")
         attempt.upstream = self.upstream if attempt.endpoint.kind == "upstream" else None
-        attempt.k6run = loadgen.start(
+        instances = self._instances(attempt.stem)
+        attempt.k6run = loadgen.start_group(
             calibrate.with_duration(attempt.cell, seconds),
             attempt.base,
-            summary,
-            self.run.logs / f"{attempt.stem}-k6.log",
-            self.k6_cpus,
+            instances,
             self.options.canary_rate,
             self.options.graceful_stop_s,
         )
-        pids = {"k6": attempt.k6run.proc.pid}
+        k6_pids = attempt.k6run.pids
+        pids = {"k6": k6_pids[0]} if len(k6_pids) == 1 else _k6_keys(k6_pids)
         if attempt.proc:
             pids["server"] = attempt.proc.pid
         if attempt.upstream:
@@ -602,15 +676,24 @@ class Runner:
             pids["database"] = attempt.database.proc.pid  # so does the database
         attempt.sampler = Sampler(pids).start()
         budget = seconds + self.options.k6_margin_s
-        code = attempt.k6run.wait(timeout=budget)
+        code, which = attempt.k6run.wait(timeout=budget)
         usage = attempt.sampler.stop()
-        row.update(**_usage(usage, self.server_cpus, self.k6_cpus))
+        row.update(**_usage(usage, self.server_cpus, self.k6_cpus, self._load_cpus()))
         ended = tuple(attempt.sampler.ended("server")) if attempt.proc else ()
         row.restarts = len(ended) if attempt.proc else None
-        data = loadgen.read_summary(summary)
-        if data is not None:
-            row.update(**loadgen.parse_summary(data))
-            row.measured_s = _measured_s(data)
+        summaries = [loadgen.read_summary(i.summary) for i in instances]
+        data = summaries if all(d is not None for d in summaries) else None
+        failed = len(instances) > 1 and code not in (None, 0)
+        if data is not None and not failed:
+            if len(instances) == 1:
+                row.update(**loadgen.parse_summary(data[0]))
+            else:
+                try:
+                    row.update(**segments.merge(data, [_samples(i.summary) for i in instances]))
+                except segments.SamplesError as exc:
+                    raise CellError(f"the k6 instances' samples cannot be merged: {exc}") from None
+            times = [t for t in map(_measured_s, data) if t is not None]
+            row.measured_s = max(times) if times else None
         return CellFacts(
             budget_s=budget,
             k6_exit=code,
@@ -626,8 +709,31 @@ class Runner:
             ended=ended,
             # only read when it can explain a missing summary
             disk_note=_disk_note(self.run.path) if code is not None and data is None else "",
+            k6_name="k6" if len(instances) == 1 else f"k6 instance {which + 1} of {len(instances)}",
+            k6_failed=failed,
             none_expected=row.predicted_rps == 0 and row.burst_period_s is not None,
         )
+
+    def _instances(self, stem: str) -> list[loadgen.Instance]:
+        """Where the cell's k6 instances write and run. One (--loadgens 1) writes its summary
+        and log as a cell always has, and no per-request output (parse_summary reads its
+        summary); of several, each writes its own, and its requests for the exact merge."""
+        n = self.options.loadgens
+        net = self.network
+        prefixes = [tuple(net.exec_prefix(i)) if net else () for i in range(n)]
+        if n == 1:
+            summary, log = self.run.summaries / f"{stem}.json", self.run.logs / f"{stem}-k6.log"
+            return [loadgen.Instance(summary, log, self.instance_cpus[0], (), prefixes[0])]
+        return [
+            loadgen.Instance(
+                self.run.summaries / f"{stem}.{i}.json",
+                self.run.logs / f"{stem}-k6.{i}.log",
+                self.instance_cpus[i],
+                tuple(segments.k6_args(i, n, _samples(self.run.summaries / f"{stem}.{i}.json"))),
+                prefixes[i],
+            )
+            for i in range(n)
+        ]
 
     def _server_tail(self, attempt: Attempt, facts: CellFacts) -> str:
         """The server's last words, when it is the server that failed."""
@@ -659,9 +765,10 @@ class Runner:
         stem = f"{index:04d}-{cell.target}-{cell.profile}{py}-{cell.endpoint}"
         stem += f"-v{cell.vus}-r{cell.repeat}"
         attempt, unique = 1, stem
-        while (self.run.logs / f"{unique}-k6.log").exists() or (
-            self.run.logs / f"{unique}-server.log"
-        ).exists():
+        while any(
+            (self.run.logs / f"{unique}-{name}").exists()
+            for name in ("k6.log", "k6.0.log", "server.log")
+        ):
             attempt += 1
             unique = f"{stem}-a{attempt}"
         return unique
@@ -729,10 +836,14 @@ class Runner:
         service = endpoint.service_ms(dict(cell.params))
         if service is None:  # "calibrated" in the contract (/db-rows): the wait measured
             service = cost.wait_ms
+        overhead = cost.overhead_ms
+        if overhead is not None and self.rtt_ms is not None:
+            # measured from the root namespace: k6's requests travel the load hosts' links
+            overhead += self.rtt_ms
         return model.Demand(
             service_ms=service or 0.0,
             server_cpu_ms=cost.cpu_ms,
-            overhead_ms=cost.overhead_ms,
+            overhead_ms=overhead,
             upstream_cpu_ms=cost.upstream_cpu_ms,
             loadgen_us=k6.us_per_request,
             overshoot_ms=cost.overshoot_ms,
@@ -741,7 +852,7 @@ class Runner:
         )
 
     def _load_cpus(self) -> int:
-        return len(self.k6_cpus) if self.k6_cpus else (os.cpu_count() or 1)
+        return model.load_side_cpus(self.instance_cpus, os.cpu_count() or 1)
 
     def _cpu_sensitivity(
         self,
@@ -918,14 +1029,18 @@ class CellFacts:
     database: str = ""  # how the run's database died during the cell ('' : it did not)
     ended: tuple[int, ...] = ()  # the server's serving processes that ended (restarts)
     disk_note: str = ""  # what the results disk says when k6 wrote no summary
+    k6_name: str = "k6"  # the k6 instance k6_exit is of ("k6 instance 2 of 2")
+    k6_failed: bool = False  # one of several instances failed: the others were stopped
     # the model predicted no answer within the window (a burst due after it): the row is
     # censored with that reason, not an error
     none_expected: bool = False
 
     @property
     def server_failed(self) -> bool:
-        """It is the local server that failed: it died or answered nothing."""
-        return self.local_server and (self.server_exit is not None or not self.requests)
+        """It is the local server that failed: it died or answered nothing (not counted
+        when a k6 instance failed first: its merge was not read)."""
+        nothing = not self.requests and not self.k6_failed
+        return self.local_server and (self.server_exit is not None or nothing)
 
 
 def cell_problems(facts: CellFacts) -> list[str]:
@@ -944,10 +1059,18 @@ def cell_problems(facts: CellFacts) -> list[str]:
         problems.append(facts.database)
     share = _failed_share(facts.requests, facts.failed_requests)
     if facts.k6_exit is None:
-        problems.append(f"k6 did not finish within {facts.budget_s:.0f} s (hung?) and was stopped")
+        problems.append(
+            f"{facts.k6_name} did not finish within {facts.budget_s:.0f} s (hung?) and was stopped"
+        )
+    elif facts.k6_failed:
+        problems.append(
+            f"{facts.k6_name} {children.describe_exit(facts.k6_exit)} "
+            "(the other instances were stopped)"
+        )
     elif not facts.summary:
         problems.append(
-            f"k6 {children.describe_exit(facts.k6_exit)} and wrote no summary" + facts.disk_note
+            f"{facts.k6_name} {children.describe_exit(facts.k6_exit)} and wrote no summary"
+            + facts.disk_note
         )
     elif facts.failed_requests and share > FAILED_SHARE_MAX:
         problems.append(
@@ -1038,15 +1161,34 @@ def _cpus(cpus: list[int] | None) -> str:
     return " ".join(map(str, cpus)) if cpus else ""
 
 
+def _samples(summary: Path) -> Path:
+    """An instance's per-request output, beside its summary (x.0.json: x.0.csv.gz)."""
+    return summary.with_suffix(segments.SAMPLES_SUFFIX)
+
+
+def _k6_keys(pids: list[int]) -> dict[str, int]:
+    """The sampler's names of several k6 instances: k6.0, k6.1, ..."""
+    return {f"k6.{i}": pid for i, pid in enumerate(pids)}
+
+
 def _usage(
-    usage: dict[str, Any], server_cpus: list[int] | None, k6_cpus: list[int] | None
+    usage: dict[str, Any],
+    server_cpus: list[int] | None,
+    k6_cpus: list[int] | None,
+    load_cpus: int | None = None,
 ) -> dict[str, Any]:
-    """Sampled CPU and memory; a side is 'bound' when it used most of the CPUs it had."""
+    """Sampled CPU and memory; a side is 'bound' when it used most of the CPUs it had.
+    Several k6 instances (k6.0, k6.1, ...): their sum, and each one's (k6_cpu_pcts).
+    load_cpus: the load side's CPUs (the instances' distinct ones; default: k6_cpus)."""
+    instances = [usage[k] for k in sorted(usage) if k.startswith("k6.")]
     k6 = usage.get("k6")
     srv = usage.get("server")
     up = usage.get("upstream")
     db = usage.get("database")
     k6_pct = k6.cpu_pct if k6 else None
+    shares = [u.cpu_pct for u in instances]
+    if instances and all(p is not None for p in shares):
+        k6_pct = sum(p for p in shares if p is not None)
     srv_pct = srv.cpu_pct if srv else None
     up_pct = up.cpu_pct if up else None
     db_pct = db.cpu_pct if db else None
@@ -1054,7 +1196,7 @@ def _usage(
     # the database for db cells.
     load_pct = None if k6_pct is None else k6_pct + (up_pct or 0.0) + (db_pct or 0.0)
     every = os.cpu_count() or 1
-    k6_budget = len(k6_cpus) if k6_cpus else every
+    k6_budget = load_cpus or (len(k6_cpus) if k6_cpus else every)
     srv_budget = len(server_cpus) if server_cpus else every
     return {
         "server_cpu_pct": srv_pct,
@@ -1062,6 +1204,7 @@ def _usage(
         "server_rss_mb": srv.rss_mb if srv else None,
         "server_threads": srv.threads if srv else None,
         "k6_cpu_pct": k6_pct,
+        "k6_cpu_pcts": "+".join(f"{p:.0f}" for p in shares if p is not None),
         "upstream_cpu_pct": up_pct,
         "db_cpu_pct": db_pct,
         "loadgen_bound": load_pct is not None and load_pct >= model.LOADGEN_BOUND_PCT * k6_budget,

@@ -43,6 +43,7 @@ def test_two_runners_make_one_row(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (row.requests, row.rps) == (100, pytest.approx(60 / 10 + 40 / 8))
     assert row.lat_p50_ms == pytest.approx(1.0) and row.lat_p99_ms == pytest.approx(3.0)
     assert (row.measured_s, row.verdict, row.status) == (10.0, "no model", "ok")
+    assert row.loadgens == 2  # the runners the load was split into
 
 
 def test_the_target_from_cell_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

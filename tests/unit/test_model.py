@@ -680,7 +680,10 @@ def test_k6_is_calibrated_once_per_vu_count(monkeypatch: pytest.MonkeyPatch, tmp
 
     calls: list[int] = []
 
-    def measure(k6: Any, srv: Any, folder: Any, vus: int) -> calibrate.LoadgenCost:
+    def measure(
+        k6: Any, srv: Any, folder: Any, vus: int, sampled: bool = False
+    ) -> calibrate.LoadgenCost:
+        assert not sampled  # one k6 a cell: nothing written per request
         calls.append(vus)
         return calibrate.LoadgenCost(100.0 + vus, None, 1, "measured: stub", vus)
 
@@ -821,3 +824,54 @@ def test_lab_js_grace_is_the_runners() -> None:
     script = loadgen.SCRIPT.read_text()
     found = re.search(r"duration\('GRACEFUL_STOP', '(\d+)s'\)", script)
     assert found and float(found.group(1)) == loadgen.GRACEFUL_STOP_S
+
+
+# --- the load side: several k6 instances (--loadgens), their links' round trip (--netns) --
+
+
+def test_the_load_side_is_the_distinct_cpus_of_the_instances() -> None:
+    assert model.load_side_cpus([[1], [1]], 2) == 1  # both on this host's one load CPU
+    assert model.load_side_cpus([[4, 5], [6, 7]], 8) == 4
+    assert model.load_side_cpus([[4], [5], [4]], 8) == 2
+    assert model.load_side_cpus([None, None], 8) == 8  # not pinned: any CPU
+
+
+def test_more_load_cpus_lift_the_loadgen_ceiling() -> None:
+    info = {"language": "go", "cpus": 4, "workers": 1, "capacity": {"hello": None}}
+    demand = Demand(0.0, 0.03, 0.1, None, 60.0)
+    one = model.predict("none", "hello", demand, 50, None, info, model.load_side_cpus([[1]], 2))
+    two = model.predict(
+        "none", "hello", demand, 50, None, info, model.load_side_cpus([[2], [3]], 4)
+    )
+    assert one.bound == two.bound == "loadgen"
+    assert two.loadgen_rps_max == pytest.approx(2 * (one.loadgen_rps_max or 0))
+    shared = model.predict(
+        "none", "hello", demand, 50, None, info, model.load_side_cpus([[1], [1]], 2)
+    )
+    assert shared.loadgen_rps_max == pytest.approx(one.loadgen_rps_max or 0)
+
+
+def test_the_round_trip_of_the_links_lowers_a_vus_bound_cell() -> None:
+    """50 VUs on /sync?ms=100 with 5 ms more per round trip: X = N / (S + d + Z + RTT)."""
+    info = {"language": "go", "cpus": 1, "workers": 1, "capacity": {"sync": None}}
+    near = Demand(100.0, 0.05, 0.2, None, 60.0)
+    far = Demand(100.0, 0.05, 0.2 + 5.0, None, 60.0)
+    x_near = model.predict("sleep", "sync", near, 50, None, info, 1).rps or 0
+    x_far = model.predict("sleep", "sync", far, 50, None, info, 1).rps or 0
+    assert x_near == pytest.approx(50 / 0.10031, rel=0.002)
+    assert x_far == pytest.approx(50 / 0.10531, rel=0.002)
+
+
+def test_the_bound_text_names_the_load_generators() -> None:
+    from lab.record import CellResult
+
+    two = CellResult(loadgens=2, k6_cpus="1", loadgen_us=60.0, loadgen_rps_max=16667.0,
+                     rps=15000.0, k6_cpu_pct=184.0, k6_cpu_pcts="93+91")  # fmt: skip
+    assert model.limit_text("loadgen", two) == (
+        "2 load generators on 1 CPU: k6 60 µs/request → 16,667 rps max"
+    )
+    assert model.observed("loadgen", two) == "k6 184 % of a CPU busy (93+91), 123 µs/request"
+    four = CellResult(loadgens=4, k6_cpus="4 5 6 7", loadgen_us=60.0, loadgen_rps_max=66667.0)
+    assert model.limit_text("loadgen", four).startswith("4 load generators on 4 CPUs: k6")
+    one = CellResult(loadgens=1, k6_cpus="1", loadgen_us=60.0, loadgen_rps_max=16667.0)
+    assert model.limit_text("loadgen", one) == "k6 60 µs/request → 16,667 rps max"

@@ -1,0 +1,165 @@
+"""Several load generators (--loadgens, --netns, --rtt-ms), the parts that need no root and
+no k6: the options' checks (one line, exit 2), the instances' CPUs and the row's k6 columns,
+a group of instances that ends together (lab/run/loadgen.py), and the model's load side
+(lab/model.py). The namespaces' commands are tests/unit/test_netns.py's; the real thing
+runs in tests/e2e/test_loadgens.py."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import cli
+from lab.proc import netns
+from lab.proc.sampler import Usage
+from lab.run import loadgen, runner
+from lab.run.runner import CellFacts, cell_problems, instance_cpus
+
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
+
+# --- the options -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "root", "expected"),
+    [
+        (["--loadgens", "0"], True, "--loadgens: expected an integer >= 1, got '0'"),
+        (["--loadgens", "two"], True, "--loadgens: expected an integer >= 1, got 'two'"),
+        (["--rtt-ms", "5"], True, "--rtt-ms delays the load hosts' links: it needs --netns"),
+        (["--netns", "--rtt-ms", "-1"], True, "--rtt-ms: expected a number > 0, got '-1'"),
+        (["--netns", "--rtt-ms", "nan"], True, "--rtt-ms: expected a number > 0, got 'nan'"),
+        (["--netns"], False, "--netns needs root: it creates network namespaces"),
+        (["--netns", "--loadgens", "2"], False, "--netns needs root"),
+        (
+            ["--netns", "--url", "http://127.0.0.1:9"],
+            True,
+            "--netns puts the lab's own servers on the load hosts' bridge",
+        ),
+        (["--resume", "x", "--loadgens", "2"], True, "drop --loadgens"),
+        (["--resume", "x", "--netns"], True, "drop --netns"),
+    ],
+)
+def test_a_wrong_load_option_is_one_line_and_exit_2(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    root: bool,
+    expected: str,
+) -> None:
+    monkeypatch.setattr(netns, "is_root", lambda: root)
+    out = tmp_path / "out"
+    assert exit_status(["bench", "go", "hello", *args, "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert expected in lines[0]
+    assert not out.exists()  # nothing started
+
+
+def exit_status(argv: list[str]) -> int | str | None:
+    """lab's exit status: cli.main's, or argparse's (a bad value exits at once)."""
+    try:
+        return cli.main(argv)
+    except SystemExit as ended:
+        return ended.code
+
+
+# --- the instances: their CPUs, their columns, their end ---------------------------------
+
+
+def test_each_instance_gets_cpus_of_its_own_when_there_are_enough() -> None:
+    assert instance_cpus([1], 2) == [[1], [1]]  # this host: all on the load side's one
+    assert instance_cpus([4, 5, 6, 7], 2) == [[4, 5], [6, 7]]
+    assert instance_cpus([4, 5, 6], 2) == [[4, 5], [6]]
+    assert instance_cpus([4, 5], 3) == [[4], [5], [4]]
+    assert instance_cpus([4, 5], 1) == [[4, 5]]
+    assert instance_cpus(None, 2) == [None, None]
+
+
+def test_the_row_shows_every_instance_cpu_and_their_sum() -> None:
+    def used(pct: float) -> Usage:
+        return Usage(pct, None, None, None)
+
+    two = runner._usage({"k6.0": used(93.0), "k6.1": used(91.2)}, [0], [1], 1)
+    assert (two["k6_cpu_pct"], two["k6_cpu_pcts"]) == (184.2, "93+91")
+    assert two["loadgen_bound"]  # 184 % of a load side of one CPU
+    one = runner._usage({"k6": used(60.0)}, [0], [1])
+    assert (one["k6_cpu_pct"], one["k6_cpu_pcts"], one["loadgen_bound"]) == (60.0, "", False)
+
+
+def test_an_instance_that_failed_makes_the_cell_an_error() -> None:
+    failed = CellFacts(
+        budget_s=62.0, k6_exit=-signal.SIGKILL, summary=False, k6_name="k6 instance 2 of 2",
+        k6_failed=True,
+    )  # fmt: skip
+    assert cell_problems(failed) == [
+        "k6 instance 2 of 2 was killed by SIGKILL (the other instances were stopped)"
+    ]
+    assert not failed.server_failed  # no server log beside it: the server answered
+    hung = CellFacts(budget_s=62.0, k6_exit=None, summary=False, k6_name="k6 instance 1 of 2")
+    assert cell_problems(hung) == [
+        "k6 instance 1 of 2 did not finish within 62 s (hung?) and was stopped"
+    ]
+
+
+def _group(*scripts: str, tmp: Path) -> loadgen.LoadGroup:
+    runs = []
+    for i, script in enumerate(scripts):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script], start_new_session=True, stdout=subprocess.DEVNULL
+        )
+        runs.append(loadgen.K6Run(proc, tmp / f"{i}.json", tmp / f"{i}.log"))
+    return loadgen.LoadGroup(runs)
+
+
+def test_one_dead_instance_stops_the_others(tmp_path: Path) -> None:
+    group = _group("import time; time.sleep(30)", "import sys; sys.exit(3)", tmp=tmp_path)
+    started = time.monotonic()
+    assert group.wait(timeout=20) == (3, 1)
+    assert time.monotonic() - started < 5
+    assert all(r.proc.poll() is not None for r in group.runs)  # none left running
+
+
+def test_a_hung_instance_is_named_and_all_are_stopped(tmp_path: Path) -> None:
+    group = _group("pass", "import time; time.sleep(30)", tmp=tmp_path)
+    assert group.wait(timeout=0.5) == (None, 1)
+    assert all(r.proc.poll() is not None for r in group.runs)
+    done = _group("pass", "pass", tmp=tmp_path)
+    assert done.wait(timeout=10) == (0, 0)
+
+
+def test_a_split_cells_k6_cost_is_measured_writing_every_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The instances of a split cell write each request (segments.output_args), which costs
+    k6 CPU: the measurement of k6's cost per request writes them too (and says so)."""
+    from lab.run import calibrate, segments
+
+    started: list[list[str] | None] = []
+
+    class Server:
+        url = "http://127.0.0.1:9"
+
+        def start(self, timeout: float) -> Server:
+            return self
+
+        def stop(self) -> None:
+            return None
+
+    def start(*args: object) -> loadgen.K6Run:
+        started.append(args[7])  # type: ignore[arg-type]
+        raise OSError("no k6 here")
+
+    monkeypatch.delenv("LAB_K6_US", raising=False)
+    monkeypatch.setattr(calibrate.server, "target_server", lambda *a, **k: Server())
+    monkeypatch.setattr(calibrate.loadgen, "start", start)
+    calibrate.loadgen_cost([1], [0], tmp_path, 50, sampled=True)
+    calibrate.loadgen_cost([1], [0], tmp_path, 50)
+    samples = tmp_path / f"loadgen-50-sampled{segments.SAMPLES_SUFFIX}"
+    assert started == [segments.output_args(samples), None]
