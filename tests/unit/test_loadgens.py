@@ -2,7 +2,7 @@
 no k6: the options' checks (one line, exit 2), the instances' CPUs and the row's k6 columns,
 a group of instances that ends together (lab/run/loadgen.py), and the model's load side
 (lab/model.py). The namespaces' commands are tests/unit/test_netns.py's; the real thing
-runs in tests/e2e/test_loadgens.py."""
+runs in tests/e2e/test_load_hosts.py."""
 
 from __future__ import annotations
 

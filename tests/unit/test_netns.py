@@ -1,7 +1,7 @@
 """lab/proc/netns.py, the load hosts' network namespaces (--netns), without root: the
 checks before a run, the `ip` and `tc` commands that make and remove them, the names that
 tell the lab's from the host's, and the clean-up after a failed command. The real thing
-runs in tests/e2e/test_loadgens.py."""
+runs in tests/e2e/test_load_hosts.py."""
 
 from __future__ import annotations
 
