@@ -367,6 +367,15 @@ def test_cpu_sensitivity_says_when_a_short_calibration_does() -> None:
     moved = model.cpu_sensitivity(works, rps_of("none", "hello", py(hello=None)))
     assert moved > 0.2 > model.CPU_SENSITIVITY_MAX
     assert model.cpu_sensitivity(works, lambda d: None) == math.inf
+    # an unbounded wait on one event loop rides on the lockstep share, which a short window
+    # reads anywhere from 0 to 1 (50 VUs x 0.3 ms is 15 ms of a 100 ms cycle): the full window
+    loop = Demand(100.0, 0.3, 0.3, None, K6_US, lockstep=0.5)
+    assert model.cpu_sensitivity(loop, rps_of("sleep", "async", py(**{"async": None}))) > 0.05
+    # not where requests run in parallel (Go), nor for the JIT's warm-up (factors given)
+    assert model.cpu_sensitivity(loop, rps_of("sleep", "async", go(**{"async": None}))) < 0.01
+    assert model.cpu_sensitivity(
+        loop, rps_of("sleep", "async", py(**{"async": None})), factors=(1.0,)
+    ) == pytest.approx(0.0)
 
 
 def test_too_few() -> None:
@@ -596,12 +605,17 @@ def _lockstep_of(mode: str) -> float | None:
 
     with script_server(GROUPED, mode, ready="/async?ms=0") as (base, pid):
         cell = _cell("async", ms=100)
-        return calibrate.server_cost(base, load()["async"], cell, pid, wall_s=0.5).lockstep
+        # the full window, which a cell whose prediction rides on the share gets
+        # (model.cpu_sensitivity): 0.5 s read this loop at 0.27-1.0 on a slow host
+        return calibrate.server_cost(
+            base, load()["async"], cell, pid, wall_s=calibrate.WALL_S
+        ).lockstep
 
 
 def test_the_calibration_tells_a_group_in_lockstep_from_a_queue() -> None:
     """The same CPU and waits: in threads, the calibration's requests queue (share near 0); on
-    one event loop, they move as one group (near 1). Measured here: 0.00-0.03 and 0.80-0.95.
+    one event loop, they move as one group (near 1). Measured: 0.00-0.03 and 0.80-0.95; on a
+    host half as fast, 0.08-0.19 and 1.0.
     Retried once: a loaded machine can stall the client's threads."""
     for attempt in range(2):
         queued, grouped = _lockstep_of("threads"), _lockstep_of("loop")
