@@ -21,7 +21,7 @@ from lab.contract import Endpoint
 from lab.matrix import Cell
 from lab.proc import probe, server
 from lab.proc.sampler import Sampler, cpu_seconds
-from lab.run import loadgen, segments
+from lab.run import loadgen
 
 # Stop when the server has used this much CPU, or after this long, whichever comes first
 # (at least MIN_REQUESTS). CPU time is read in nanoseconds (schedstat); what limits the
@@ -326,13 +326,17 @@ def loadgen_cost(
     server_cpus: list[int] | None,
     folder: Path,
     vus: int,
-    sampled: bool = False,
+    instances: list[loadgen.Instance] | None = None,
+    host: str = server.HOST,
 ) -> LoadgenCost:
     """k6's cost per request on its own CPUs at `vus` VUs (it grows with the VUs, measured:
     CONTRACT.md, 'The capacity model'): lab.js on the Go target's /hello (the cheapest server
-    there is, pinned to the server's CPUs) for a couple of seconds, k6 sampled. sampled: k6
-    writes every request as the instances of a split cell do (lab.run.segments: that output
-    costs k6 CPU too). Falls back to ASSUMED_K6_US, saying so."""
+    there is, bound to `host`, pinned to the server's CPUs) for a couple of seconds, k6
+    sampled. instances: k6 run as the cell's will be (the runner's: each instance's CPUs,
+    execution segment, per-request output and load host's namespace, all of which cost k6
+    CPU: two instances on one CPU 27-43 % more a request than one, the links of two load
+    hosts' namespaces about 20 % more again); None: one k6 on k6_cpus. Falls back to
+    ASSUMED_K6_US, saying so."""
     cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
     given = os.environ.get("LAB_K6_US", "")
     with contextlib.suppress(ValueError):
@@ -345,44 +349,48 @@ def loadgen_cost(
     except Exception as exc:  # no Go target in this checkout: the recorded constant
         return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: no gin target ({exc})", vus)
     folder.mkdir(parents=True, exist_ok=True)
+    if instances is None:
+        name = folder / f"loadgen-{vus}-k6"
+        instances = [loadgen.Instance(name.with_suffix(".json"), name.with_suffix(".log"), k6_cpus)]
     proc: server.ServerProcess | None = None
-    run: loadgen.K6Run | None = None
+    group: loadgen.LoadGroup | None = None
     try:
         proc = server.target_server(
-            gin, gin.default_profile, cpus=server_cpus, log=folder / f"loadgen-{vus}-server.log"
+            gin,
+            gin.default_profile,
+            host=host,
+            cpus=server_cpus,
+            log=folder / f"loadgen-{vus}-server.log",
         )
         proc.start(30)
         cell = Cell("gin", gin.default_profile, "hello", (), vus, None, LOADGEN_DURATION, 1)
-        name = f"loadgen-{vus}" + ("-sampled" if sampled else "")
-        summary = folder / f"{name}-k6.json"
-        output = segments.output_args(folder / f"{name}{segments.SAMPLES_SUFFIX}")
-        run = loadgen.start(
-            cell, proc.url, summary, folder / f"{name}-k6.log", k6_cpus, 0, None,
-            output if sampled else None,
-        )  # fmt: skip
-        sampler = Sampler({"k6": run.proc.pid}, interval=0.1).start()
-        run.wait(timeout=LOADGEN_WAIT_S)
-        usage = sampler.stop()["k6"]
-        data = loadgen.read_summary(summary)
-        rps = loadgen.parse_summary(data)["rps"] if data else None
-        if not rps or not usage.busy_pct:
+        group = loadgen.start_group(cell, proc.url, instances, canary_rate=0)
+        sampler = Sampler({f"k6.{i}": pid for i, pid in enumerate(group.pids)}, 0.1).start()
+        code, _ = group.wait(timeout=LOADGEN_WAIT_S)
+        busy = [u.busy_pct for u in sampler.stop().values()]
+        summaries = [loadgen.read_summary(inst.summary) for inst in instances]
+        rates = [loadgen.parse_summary(d)["rps"] if d else None for d in summaries]
+        if code != 0 or None in busy or not all(rates):
             raise CalibrationError("k6 measured nothing")
-        us, how = k6_cost_us(usage.busy_pct, float(rps), cpus)
+        rps = float(sum(rates))  # type: ignore[arg-type]
+        pct = float(sum(busy))  # type: ignore[arg-type]
+        us, how = k6_cost_us(pct, rps, cpus)
+        several = f", {len(instances)} instances" if len(instances) > 1 else ""
+        written = ", every request written" if any(i.run_args for i in instances) else ""
+        inside = ", from load hosts' namespaces" if any(i.prefix for i in instances) else ""
         return LoadgenCost(
             us,
-            float(rps),
+            rps,
             cpus,
-            f"measured: lab.js, {vus} VUs on gin /hello"
-            + (", every request written" if sampled else "")
-            + f" ({how})",
+            f"measured: lab.js, {vus} VUs on gin /hello{several}{written}{inside} ({how})",
             vus,
-            usage.busy_pct / 100.0 / float(rps) * 1e6,
+            pct / 100.0 / rps * 1e6,
         )
     except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
         return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: measurement failed ({exc})", vus)
     finally:
-        if run:
-            run.kill()
+        if group:
+            group.kill()
         if proc:
             proc.stop()
 

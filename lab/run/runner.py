@@ -342,10 +342,16 @@ class Runner:
     def loadgen_cost(self, vus: int) -> calibrate.LoadgenCost:
         """k6's cost per request at this many VUs, measured the first time it is needed."""
         if vus not in self.loadgen:
-            # a split cell's instances write every request: so does the measurement
-            sampled = self.options.loadgens > 1
+            # k6 measured as the cells run it: split, writing every request, in namespaces
+            folder = self.run.path / "calibration"
+            several = self.options.loadgens > 1 or self.network is not None
             cost = calibrate.loadgen_cost(
-                self.k6_cpus, self.server_cpus, self.run.path / "calibration", vus, sampled
+                self.k6_cpus,
+                self.server_cpus,
+                folder,
+                vus,
+                self._instances(f"loadgen-{vus}", folder, folder) if several else None,
+                self._host(),
             )
             self.loadgen[vus] = cost
             print(
@@ -714,22 +720,26 @@ class Runner:
             none_expected=row.predicted_rps == 0 and row.burst_period_s is not None,
         )
 
-    def _instances(self, stem: str) -> list[loadgen.Instance]:
-        """Where the cell's k6 instances write and run. One (--loadgens 1) writes its summary
-        and log as a cell always has, and no per-request output (parse_summary reads its
-        summary); of several, each writes its own, and its requests for the exact merge."""
+    def _instances(
+        self, stem: str, summaries: Path | None = None, logs: Path | None = None
+    ) -> list[loadgen.Instance]:
+        """Where the cell's k6 instances write and run (in the run's k6/ and logs/, or the
+        folders given). One (--loadgens 1) writes its summary and log as a cell always has,
+        and no per-request output (parse_summary reads its summary); of several, each writes
+        its own, and its requests for the exact merge."""
         n = self.options.loadgens
         net = self.network
+        summaries, logs = summaries or self.run.summaries, logs or self.run.logs
         prefixes = [tuple(net.exec_prefix(i)) if net else () for i in range(n)]
         if n == 1:
-            summary, log = self.run.summaries / f"{stem}.json", self.run.logs / f"{stem}-k6.log"
+            summary, log = summaries / f"{stem}.json", logs / f"{stem}-k6.log"
             return [loadgen.Instance(summary, log, self.instance_cpus[0], (), prefixes[0])]
         return [
             loadgen.Instance(
-                self.run.summaries / f"{stem}.{i}.json",
-                self.run.logs / f"{stem}-k6.{i}.log",
+                summaries / f"{stem}.{i}.json",
+                logs / f"{stem}-k6.{i}.log",
                 self.instance_cpus[i],
-                tuple(segments.k6_args(i, n, _samples(self.run.summaries / f"{stem}.{i}.json"))),
+                tuple(segments.k6_args(i, n, _samples(summaries / f"{stem}.{i}.json"))),
                 prefixes[i],
             )
             for i in range(n)

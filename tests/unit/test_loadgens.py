@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from lab.proc import netns
 from lab.proc.sampler import Usage
 from lab.run import loadgen, runner
 from lab.run.runner import CellFacts, cell_problems, instance_cpus
+from lab.rundir import RunDir
 
 pytestmark = pytest.mark.unit  # the test's kind: just test-unit
 
@@ -134,14 +136,14 @@ def test_a_hung_instance_is_named_and_all_are_stopped(tmp_path: Path) -> None:
     assert done.wait(timeout=10) == (0, 0)
 
 
-def test_a_split_cells_k6_cost_is_measured_writing_every_request(
+def test_k6_cost_is_measured_as_the_cells_k6_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The instances of a split cell write each request (segments.output_args), which costs
-    k6 CPU: the measurement of k6's cost per request writes them too (and says so)."""
+    """The instances of a split cell share the load side's CPUs, write each request
+    (segments.output_args) and, with --netns, send through the load hosts' links: each costs
+    k6 CPU, so k6's cost per request is measured with the cell's own instances, on the server's
+    address (and says so); a plain run measures one k6 on loopback."""
     from lab.run import calibrate, segments
-
-    started: list[list[str] | None] = []
 
     class Server:
         url = "http://127.0.0.1:9"
@@ -152,14 +154,29 @@ def test_a_split_cells_k6_cost_is_measured_writing_every_request(
         def stop(self) -> None:
             return None
 
-    def start(*args: object) -> loadgen.K6Run:
-        started.append(args[7])  # type: ignore[arg-type]
+    groups: list[list[loadgen.Instance]] = []
+    hosts: list[object] = []
+
+    def start_group(cell: object, url: str, instances: list[loadgen.Instance], **_: object) -> Any:
+        groups.append(instances)
         raise OSError("no k6 here")
 
+    def target_server(*args: object, **kwargs: object) -> Server:
+        hosts.append(kwargs["host"])
+        return Server()
+
     monkeypatch.delenv("LAB_K6_US", raising=False)
-    monkeypatch.setattr(calibrate.server, "target_server", lambda *a, **k: Server())
-    monkeypatch.setattr(calibrate.loadgen, "start", start)
-    calibrate.loadgen_cost([1], [0], tmp_path, 50, sampled=True)
-    calibrate.loadgen_cost([1], [0], tmp_path, 50)
-    samples = tmp_path / f"loadgen-50-sampled{segments.SAMPLES_SUFFIX}"
-    assert started == [segments.output_args(samples), None]
+    monkeypatch.setattr(calibrate.server, "target_server", target_server)
+    monkeypatch.setattr(calibrate.loadgen, "start_group", start_group)
+    one = runner.Runner(RunDir.create(tmp_path / "one"), runner.Options(pin=False))
+    assert "measurement failed (no k6 here)" in one.loadgen_cost(50).source
+    (plain,) = groups.pop()
+    assert plain.run_args == () and plain.prefix == () and hosts.pop() == "127.0.0.1"
+    split = runner.Runner(RunDir.create(tmp_path / "two"), runner.Options(pin=False, loadgens=2))
+    split.loadgen_cost(50)
+    first, second = groups.pop()
+    folder = split.run.path / "calibration"
+    assert first.summary.parent == folder and second.log.parent == folder
+    assert list(second.run_args) == segments.k6_args(
+        1, 2, folder / f"loadgen-50.1{segments.SAMPLES_SUFFIX}"
+    )

@@ -695,9 +695,10 @@ def test_k6_is_calibrated_once_per_vu_count(monkeypatch: pytest.MonkeyPatch, tmp
     calls: list[int] = []
 
     def measure(
-        k6: Any, srv: Any, folder: Any, vus: int, sampled: bool = False
+        k6: Any, srv: Any, folder: Any, vus: int, instances: Any, host: str
     ) -> calibrate.LoadgenCost:
-        assert not sampled  # one k6 a cell: nothing written per request
+        assert instances is None  # one k6 a cell, on loopback: nothing written per request
+        assert host == "127.0.0.1"
         calls.append(vus)
         return calibrate.LoadgenCost(100.0 + vus, None, 1, "measured: stub", vus)
 
