@@ -207,6 +207,7 @@ class Runner:
         """Run every cell whose id is not in `done`; returns this session's rows."""
         todo = [c for c in cells if c.id not in done]
         rows: list[CellResult] = []
+        mine = os.sched_getaffinity(0)
         if self.k6_cpus:
             # The runner (its sampler, probes and calibration) measures: it sits with k6,
             # leaving the server's CPUs to the server alone.
@@ -245,6 +246,9 @@ class Runner:
                     self.upstream = None
                 self._stop_database()
                 self._stop_network()
+                # back where it was: a caller that goes on (a test session) must not keep
+                # k6's CPUs, nor the processes it starts after
+                os.sched_setaffinity(0, mine)
         return rows
 
     # --- the load hosts' network (--netns) ----------------------------------------------------
