@@ -263,11 +263,13 @@ def tolerance(
         return base, f"±{base:.0%}: a wait (the prediction does not ride on CPU speed)"
     sd = math.hypot(cv_at(stability, calibration_s), cv_at(stability, load_s))
     raw = SIGMAS * share * sd
-    tol = min(model.TOLERANCE_MAX, max(base, raw))
+    # rounded as the row keeps it, so that the why says the row's figure (0.07497 is ±7 %,
+    # the row's 0.075 ±8 %)
+    tol = round(min(model.TOLERANCE_MAX, max(base, raw)), 4)
     why = (
         f"±{tol:.0%}: {share:.0%} CPU-bound, the host's speed varies {sd:.1%} between a "
         f"{calibration_s:g} s calibration and a {load_s:g} s load ({SIGMAS:g} sd)"
     )
     if raw > model.TOLERANCE_MAX:
         why += f", capped at {model.TOLERANCE_MAX:.0%}"
-    return round(tol, 4), why
+    return tol, why

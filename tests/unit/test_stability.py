@@ -102,6 +102,11 @@ def test_tolerance_follows_an_injected_noisy_measurement_and_stays_within_bounds
     assert model.verdict("ok", 1.09, "", tol_wild) == "as predicted"
     assert model.verdict("ok", 1.16, "", tol_wild) == "above model"
     assert stability.tolerance(None, 1.0, 1.5, 2.0)[0] == model.TOLERANCE
+    # the why states the row's own figure, at every share (a fresh clone's CI caught a row
+    # of 0.075 whose why said ±7 %, from the unrounded 0.07497)
+    for share in [i / 4000 for i in range(200, 4001)]:
+        tol, why = stability.tolerance(mild, share, 1.5, 2.0)
+        assert why.startswith(f"±{tol:.0%}"), (share, tol, why)
 
 
 def test_longer_windows_agree_better() -> None:
