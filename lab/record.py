@@ -52,7 +52,7 @@ class CellResult:
     failed_requests: int | None = None
     failures: str = ""  # e.g. "502 x14848, timeout x3" (helper "runner" fills it)
     restarts: int | None = None  # serving worker pids that changed during the cell
-    rps: float | None = None
+    rps: float | None = None  # a closed loop's: its VUs over their mean cycle; else k6's rate
     failed_rate: float | None = None
     dropped: int | None = None
     lat_avg_ms: float | None = None

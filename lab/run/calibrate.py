@@ -369,10 +369,10 @@ def loadgen_cost(
         code, _ = group.wait(timeout=LOADGEN_WAIT_S)
         busy = [u.busy_pct for u in sampler.stop().values()]
         summaries = [loadgen.read_summary(inst.summary) for inst in instances]
-        rates = [loadgen.parse_summary(d)["rps"] if d else None for d in summaries]
-        if code != 0 or None in busy or not all(rates):
+        rate = loadgen.rps([d for d in summaries if d]) if all(summaries) else None
+        if code != 0 or None in busy or not rate:
             raise CalibrationError("k6 measured nothing")
-        rps = float(sum(rates))  # type: ignore[arg-type]
+        rps = float(rate)
         pct = float(sum(busy))  # type: ignore[arg-type]
         us, how = k6_cost_us(pct, rps, cpus)
         several = f", {len(instances)} instances" if len(instances) > 1 else ""

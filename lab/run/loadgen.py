@@ -256,10 +256,63 @@ def failure_counts(data: dict[str, Any]) -> dict[str, int]:
     }
 
 
+# A closed loop's rate is read from its VUs' cycles where they made at least this many each on
+# average; with fewer (a queue whose round lasts seconds), k6's count over its run time, which
+# a server busy from the first request to the last leaves unbiased.
+MIN_CYCLES_PER_VU = 4
+
+
+def _count(data: dict[str, Any], name: str) -> float:
+    return float(data.get("metrics", {}).get(name, {}).get("values", {}).get("count", 0))
+
+
+def closed_loop_rps(summaries: list[dict[str, Any]]) -> float | None:
+    """The rate of a closed loop (constant VUs: no RATE, no ITERATIONS) run by one k6 or by
+    several in segments: its cycling VUs over their mean cycle (lab.js's lab_cycling_vus,
+    lab_cycle_ms and lab_cycles; a cycle is one answer to the same VU's next), which is the sum
+    of each VU's own rate, whatever their phases. k6's rate (count over run time) also counts
+    the start and the last round's stragglers: up to one cycle in a cell's length, 5 % of a 2-s
+    cell of 100-ms requests (measured: CONTRACT.md, 'A closed loop's rate'). None where the
+    cycles are too few, or the load was not a closed loop."""
+    labs = [s.get("lab") or {} for s in summaries]
+    if not labs or any(lab.get("rate") or lab.get("iterations") for lab in labs):
+        return None
+    vus = sum(_count(s, "lab_cycling_vus") for s in summaries)
+    cycles = sum(_count(s, "lab_cycles") for s in summaries)
+    cycle_ms = sum(_count(s, "lab_cycle_ms") for s in summaries)
+    if vus < 1 or cycles < MIN_CYCLES_PER_VU * vus or cycle_ms <= 0:
+        return None
+    return vus * cycles / cycle_ms * 1000.0
+
+
+def rps(summaries: list[dict[str, Any]]) -> float | None:
+    """Successful requests per second of a cell's k6 instances (one, or several in segments):
+    a closed loop's from its cycles, else k6's rates added; failed requests never count."""
+    total = ok = 0
+    rates: list[float] = []  # each instance's successful requests over its own run time
+    for s in summaries:
+        reqs = _values(s.get("metrics", {}), "http_reqs", "main")
+        n = int(reqs.get("count", 0))
+        good = max(n - _failed(s, n), 0)
+        total, ok = total + n, ok + good
+        if reqs.get("rate") is not None and n:
+            rates.append(reqs["rate"] * good / n)
+    if not total:
+        return None
+    closed = closed_loop_rps(summaries)
+    return closed * ok / total if closed is not None else (sum(rates) if rates else None)
+
+
+def _failed(data: dict[str, Any], total: int) -> int:
+    # http_req_failed is a Rate: its "passes" are the failed requests.
+    failed = _values(data.get("metrics", {}), "http_req_failed", "main")
+    return int(failed.get("passes", round(total * (failed.get("rate") or 0.0))))
+
+
 def parse_summary(data: dict[str, Any]) -> dict[str, Any]:
     """The row's load-generator columns from a k6 summary (handleSummary's data).
-    Throughput counts successful requests only; latency is theirs (falling back to every
-    request's for summaries of an older lab.js); failed requests are counted and named."""
+    Throughput counts successful requests only (`rps`); latency is theirs (falling back to
+    every request's for summaries of an older lab.js); failed requests are counted and named."""
     metrics = data.get("metrics", {})
     duration = metrics.get("http_req_duration{scenario:main,expected_response:true}", {}).get(
         "values"
@@ -273,14 +326,12 @@ def parse_summary(data: dict[str, Any]) -> dict[str, Any]:
         return values.get(key)
 
     total = int(reqs.get("count", 0))
-    # http_req_failed is a Rate: its "passes" are the failed requests.
-    n_failed = int(failed.get("passes", round(total * (failed.get("rate") or 0.0))))
+    n_failed = _failed(data, total)
     ok = max(total - n_failed, 0)
-    rate = reqs.get("rate")
     reasons = failure_counts(data)
     return {
         "requests": ok,
-        "rps": None if rate is None or not total else rate * ok / total,
+        "rps": rps([data]),
         "failed_requests": n_failed,
         "failed_rate": failed.get("rate"),
         "failures": failures_text(reasons),

@@ -143,9 +143,10 @@ def latency(values: list[float]) -> dict[str, float | None]:
 
 def merge(summaries: list[dict[str, Any]], samples: list[Path]) -> dict[str, Any]:
     """One cell's load columns (exactly loadgen.parse_summary's keys) from its instances'
-    handleSummary JSONs and sample files: counts added, rps summed (each instance's
-    successful requests over its own run time), failure reasons added, and the latencies of
-    the main scenario's successful requests (and the canary's) from all the samples merged."""
+    handleSummary JSONs and sample files: counts added, rps of them all (loadgen.rps: a closed
+    loop's VUs over all their cycles, else each instance's rate added), failure reasons added,
+    and the latencies of the main scenario's successful requests (and the canary's) from all
+    the samples merged."""
     if not summaries:
         raise ValueError("no summaries to merge")
     parts = [loadgen.parse_summary(s) for s in summaries]
@@ -155,7 +156,6 @@ def merge(summaries: list[dict[str, Any]], samples: list[Path]) -> dict[str, Any
             reasons[reason] = reasons.get(reason, 0) + count
     ok = sum(p["requests"] for p in parts)
     failed = sum(p["failed_requests"] for p in parts)
-    rates = [p["rps"] for p in parts if p["rps"] is not None]
     main, canary = durations(samples)
     if len(main) != ok:  # each instance writes a sample per request its summary counts
         raise SamplesError(
@@ -165,7 +165,7 @@ def merge(summaries: list[dict[str, Any]], samples: list[Path]) -> dict[str, Any
     lat, can = latency(main), latency(canary)
     return {
         "requests": ok,
-        "rps": sum(rates) if rates else None,
+        "rps": loadgen.rps(summaries),
         "failed_requests": failed,
         "failed_rate": failed / (ok + failed) if ok + failed else None,
         "failures": loadgen.failures_text(reasons),

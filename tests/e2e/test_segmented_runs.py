@@ -137,9 +137,14 @@ def test_split_run_merges_to_the_percentiles_of_all_its_samples(
     assert merged["lat_avg_ms"] == pytest.approx(numpy.mean(main))
     assert merged["lat_max_ms"] == max(main)
     assert merged["canary_p99_ms"] == pytest.approx(numpy.percentile(canary, 99), abs=1e-9)
-    assert merged["rps"] == pytest.approx(
-        sum(loadgen.parse_summary(s)["rps"] for s in split.summaries)
-    )
+    # a closed loop's rate is its VUs over their cycles: by Little's law N = X (R + Z), Z being
+    # k6's own time from an answer to the next request (a fraction of a millisecond here)
+    assert merged["rps"] * merged["lat_avg_ms"] / 1000 == pytest.approx(CELL.vus, rel=0.05)
+    cycling = [s["metrics"]["lab_cycling_vus"]["values"]["count"] for s in split.summaries]
+    assert sum(cycling) == CELL.vus, cycling  # every VU cycled, each in one instance
+    for data, vus in zip(split.summaries, cycling, strict=True):  # its own VUs, not the cell's
+        own = loadgen.parse_summary(data)
+        assert own["rps"] * own["lat_avg_ms"] / 1000 == pytest.approx(vus, rel=0.05)
     # every instance ran its share of the VUs (main's 12 and the canary's), not all of them
     whole = splits[1].summaries[0]["metrics"]["vus_max"]["values"]["max"]
     shares = [s["metrics"]["vus_max"]["values"]["max"] for s in split.summaries]

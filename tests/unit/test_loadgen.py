@@ -107,6 +107,65 @@ def test_parse_summary_latency_of_successful_requests() -> None:
     assert (row["lat_avg_ms"], row["lat_p95_ms"], row["lat_max_ms"]) == (50.0, 56.0, 61.0)
 
 
+def closed_loop(
+    count: int, seconds: float, cycles: int, cycle_ms: float, vus: int = 50, failed: int = 0, **lab
+) -> dict[str, Any]:
+    """A closed loop's summary: k6's count over its run time, and lab.js's cycle counters."""
+
+    def counter(n: float) -> dict[str, Any]:
+        return {"values": {"count": n, "rate": n / seconds}}
+
+    return {
+        "lab": {"vus": 50, "rate": None, **lab},
+        "metrics": {
+            "http_reqs{scenario:main}": counter(count),
+            "http_req_failed{scenario:main}": {
+                "values": {"passes": failed, "rate": failed / count}
+            },
+            "lab_cycling_vus": counter(vus),
+            "lab_cycles": counter(cycles),
+            "lab_cycle_ms": counter(cycle_ms),
+        },
+    }
+
+
+def test_a_closed_loops_rate_is_its_vus_over_their_mean_cycle() -> None:
+    """50 VUs whose cycles average 102 ms serve 490 a second, whatever k6's count over its run
+    time says (976 in 2.10 s, 465: the start and the last round's stragglers)."""
+    data = closed_loop(976, 2.10, cycles=926, cycle_ms=926 * 102.0)
+    assert loadgen.parse_summary(data)["rps"] == pytest.approx(50 / 0.102)
+    k6 = data["metrics"]["http_reqs{scenario:main}"]["values"]["rate"]
+    assert k6 == pytest.approx(464.8, abs=0.1)
+    # failed requests never count: a quarter of them failed, a quarter of the rate goes
+    failing = closed_loop(976, 2.10, cycles=926, cycle_ms=926 * 102.0, failed=244)
+    assert loadgen.parse_summary(failing)["rps"] == pytest.approx(50 / 0.102 * 0.75)
+
+
+@pytest.mark.parametrize(
+    ("why", "data"),
+    [
+        ("an open model: the rate is the arrivals'", closed_loop(976, 2.1, 926, 94452, rate=500)),
+        ("a burst", closed_loop(976, 2.1, 926, 94452, iterations=1)),
+        ("fewer than 4 cycles a VU", closed_loop(976, 2.1, 199, 94452)),
+        ("no VU cycled", closed_loop(976, 2.1, 926, 94452, vus=0)),
+        ("an older lab.js: no cycles", {**SUMMARY, "lab": {"vus": 4, "rate": None}}),
+    ],
+)
+def test_k6s_rate_stands_where_the_cycles_cannot_say(why: str, data: dict[str, Any]) -> None:
+    k6 = data["metrics"]["http_reqs{scenario:main}"]["values"]["rate"]
+    assert loadgen.closed_loop_rps([data]) is None, why
+    assert loadgen.parse_summary(data)["rps"] == pytest.approx(k6), why
+
+
+def test_a_split_closed_loops_rate_is_all_its_vus_over_all_their_cycles() -> None:
+    """Two instances running segments (30 and 20 VUs) of one loop: each one's rate counts its
+    own cycling VUs; the cell's is all 50 over all the cycles, not 50 over each one's."""
+    a = closed_loop(600, 2.1, cycles=570, cycle_ms=570 * 100.0, vus=30)
+    b = closed_loop(380, 2.1, cycles=380, cycle_ms=380 * 100.0, vus=20)
+    assert loadgen.rps([a]) == pytest.approx(300) and loadgen.rps([b]) == pytest.approx(200)
+    assert loadgen.rps([a, b]) == pytest.approx(500)
+
+
 def test_read_summary(tmp_path: Path) -> None:
     assert loadgen.read_summary(FIXTURE) == SUMMARY
     assert loadgen.read_summary(tmp_path / "missing.json") is None
