@@ -281,7 +281,7 @@ function closedLoopRate(data, lab) {
   const vus = count('lab_cycling_vus');
   const cycles = count('lab_cycles');
   const cycleMs = count('lab_cycle_ms');
-  if (lab.rate || lab.iterations || vus < 1 || cycles < 4 * vus || cycleMs <= 0) return undefined;
+  if (lab.rate || lab.iterations || vus < 1 || cycles < 2 * vus || cycleMs <= 0) return undefined;
   return (vus * cycles * 1000) / cycleMs;
 }
 

@@ -259,7 +259,7 @@ def failure_counts(data: dict[str, Any]) -> dict[str, int]:
 # A closed loop's rate is read from its VUs' cycles where they made at least this many each on
 # average; with fewer (a queue whose round lasts seconds), k6's count over its run time, which
 # a server busy from the first request to the last leaves unbiased.
-MIN_CYCLES_PER_VU = 4
+MIN_CYCLES_PER_VU = 2
 
 
 def _count(data: dict[str, Any], name: str) -> float:

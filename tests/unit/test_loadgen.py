@@ -146,7 +146,7 @@ def test_a_closed_loops_rate_is_its_vus_over_their_mean_cycle() -> None:
     [
         ("an open model: the rate is the arrivals'", closed_loop(976, 2.1, 926, 94452, rate=500)),
         ("a burst", closed_loop(976, 2.1, 926, 94452, iterations=1)),
-        ("fewer than 4 cycles a VU", closed_loop(976, 2.1, 199, 94452)),
+        ("fewer than 2 cycles a VU", closed_loop(976, 2.1, 99, 94452)),
         ("no VU cycled", closed_loop(976, 2.1, 926, 94452, vus=0)),
         ("an older lab.js: no cycles", {**SUMMARY, "lab": {"vus": 4, "rate": None}}),
     ],
