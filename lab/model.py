@@ -84,6 +84,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from lab.contract import load
+
 TOLERANCE = 0.05
 # A CPU-bound cell's tolerance widens with the host's measured speed spread, up to this: a
 # wrong capacity misses by a whole factor, a missing resource by 10-25 %.
@@ -635,12 +637,21 @@ def lockstep_applies(kind: str, endpoint: str, info: dict[str, Any]) -> bool:
     steps at a time (an event loop, a GIL: /info worker_cpus 1, Python's by default). Where
     requests run in parallel there is no group to wait for: Go's and the JVM's /upstream read
     shares of 0.31-0.58 (the fan-out's own spread) and 1.13-1.15 of the model with them (io
-    run 20261125-051408)."""
+    run 20261125-051408). Nor where a request's waits come one after another (the contract's
+    service n*ms: /sequential, /upstream-seq): the calibration reads a share there, but the
+    load shows no group (CONTRACT.md, 'The capacity model', lockstep)."""
     per_worker = info.get("worker_cpus")
     if per_worker is None and info.get("language") == "python":
         per_worker = 1
     one_at_a_time = per_worker == 1
-    return one_at_a_time and kind != "cpu" and math.isinf(slots(kind, endpoint, info))
+    contract = load()
+    in_sequence = endpoint in contract.names() and contract[endpoint].service == "n*ms"
+    return (
+        one_at_a_time
+        and kind != "cpu"
+        and not in_sequence
+        and math.isinf(slots(kind, endpoint, info))
+    )
 
 
 def lockstep_share(
