@@ -137,14 +137,19 @@ def test_split_run_merges_to_the_percentiles_of_all_its_samples(
     assert merged["lat_avg_ms"] == pytest.approx(numpy.mean(main))
     assert merged["lat_max_ms"] == max(main)
     assert merged["canary_p99_ms"] == pytest.approx(numpy.percentile(canary, 99), abs=1e-9)
+
     # a closed loop's rate is its VUs over their cycles: by Little's law N = X (R + Z), Z being
-    # k6's own time from an answer to the next request (a fraction of a millisecond here)
-    assert merged["rps"] * merged["lat_avg_ms"] / 1000 == pytest.approx(CELL.vus, rel=0.05)
+    # k6's own time from an answer to the next request: X R is N less X Z, which ten k6 on two
+    # CPUs make up to a few percent of N here (a rate from the wrong VU count is off by 2-4x)
+    def in_flight(row: dict[str, Any]) -> float:
+        return row["rps"] * row["lat_avg_ms"] / 1000
+
+    assert 0.8 * CELL.vus <= in_flight(merged) <= 1.02 * CELL.vus, merged
     cycling = [s["metrics"]["lab_cycling_vus"]["values"]["count"] for s in split.summaries]
     assert sum(cycling) == CELL.vus, cycling  # every VU cycled, each in one instance
     for data, vus in zip(split.summaries, cycling, strict=True):  # its own VUs, not the cell's
         own = loadgen.parse_summary(data)
-        assert own["rps"] * own["lat_avg_ms"] / 1000 == pytest.approx(vus, rel=0.05)
+        assert 0.8 * vus <= in_flight(own) <= 1.02 * vus, (vus, own)
     # every instance ran its share of the VUs (main's 12 and the canary's), not all of them
     whole = splits[1].summaries[0]["metrics"]["vus_max"]["values"]["max"]
     shares = [s["metrics"]["vus_max"]["values"]["max"] for s in split.summaries]
