@@ -650,8 +650,13 @@ class Runner:
         ):
             demand, wall = self.calibrate(*args), calibrate.WALL_S
             prediction = self.predict(cell, endpoint, demand, attempt.info, row)
+        grace = self.options.graceful_stop_s
         seconds, row.censored = model.planned_duration_s(
-            cell.duration_s, prediction.rps, self.options.max_cell_s
+            cell.duration_s,
+            prediction.rps,
+            self.options.max_cell_s,
+            loadgen.GRACEFUL_STOP_S if grace is None else grace,
+            None if cell.rate else cell.vus,  # an open cell's last requests: not a VU's cycle
         )
         prediction = self._bursts(attempt, demand, prediction, seconds)
         self._tolerance(attempt, demand, prediction, wall, seconds)

@@ -351,6 +351,16 @@ def test_planned_duration() -> None:
     seconds, why = model.planned_duration_s(5.0, 0.5)
     assert seconds == model.MAX_CELL_S
     assert "30 < 40 requests" in why
+    # k6's grace counts: 50 VUs at 5.4 rps have a request in flight all of the 1 s grace,
+    # so 7 s hold about 38 and k6's 8 s about 43 (quick's Python /cpu on a slow host)
+    assert "38 < 40" in model.planned_duration_s(2.0, 5.4, 7.0)[1]
+    assert model.planned_duration_s(2.0, 5.4, 7.0, 1.0, 50) == (7.0, "")
+    # ...but no more than one VU's cycle: 1 VU at 5.4 rps waits 0.19 s, 39 < 40
+    seconds, why = model.planned_duration_s(2.0, 5.4, 7.0, 1.0, 1)
+    assert (seconds, "39 < 40" in why, "0.19 s of grace" in why) == (7.0, True, True)
+    # an open cell (no VUs given) counts no grace; nor a run without one
+    assert "38 < 40" in model.planned_duration_s(2.0, 5.4, 7.0, 1.0, None)[1]
+    assert "38 < 40" in model.planned_duration_s(2.0, 5.4, 7.0, 0.0, 50)[1]
 
 
 def test_cpu_sensitivity_says_when_a_short_calibration_does() -> None:
