@@ -648,20 +648,20 @@ def lockstep_applies(kind: str, endpoint: str, info: dict[str, Any]) -> bool:
     steps at a time (an event loop, a GIL: /info worker_cpus 1, Python's by default). Where
     requests run in parallel there is no group to wait for: Go's and the JVM's /upstream read
     shares of 0.31-0.58 (the fan-out's own spread) and 1.13-1.15 of the model with them (io
-    run 20261125-051408). Nor where a request's waits come one after another (the contract's
-    service n*ms: /sequential, /upstream-seq): the calibration reads a share there, but the
-    load shows no group (CONTRACT.md, 'The capacity model', lockstep)."""
+    run 20261125-051408). Only where a request waits once: where its n waits come one after
+    another (the contract's service n*ms: /sequential, /upstream-seq) or all at once (n
+    concurrent waits: /gather, /upstream), the calibration reads a share, from the spread of
+    its n wake-ups as on Go, but the load shows no group (CONTRACT.md, 'The capacity model',
+    lockstep)."""
     per_worker = info.get("worker_cpus")
     if per_worker is None and info.get("language") == "python":
         per_worker = 1
     one_at_a_time = per_worker == 1
     contract = load()
-    in_sequence = endpoint in contract.names() and contract[endpoint].service == "n*ms"
+    spec = contract[endpoint] if endpoint in contract.names() else None
+    waits_once = spec is None or not (spec.service == "n*ms" or spec.concurrent)
     return (
-        one_at_a_time
-        and kind != "cpu"
-        and not in_sequence
-        and math.isinf(slots(kind, endpoint, info))
+        one_at_a_time and kind != "cpu" and waits_once and math.isinf(slots(kind, endpoint, info))
     )
 
 

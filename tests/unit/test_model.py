@@ -560,12 +560,15 @@ def test_a_group_in_lockstep_waits_for_all_of_its_cpu() -> None:
         != model.predict("sleep", "async", replace(demand, lockstep=1.0), 50, None, parallel, 1).rps
     )
     assert model.lockstep_applies("sleep", "async", {**parallel, "language": "python"})
-    # waits one after another (the contract's n*ms) form no group under the load
-    assert model.lockstep_applies("sleep", "gather", info)
-    assert model.lockstep_applies("upstream", "upstream", {**info, "capacity": {}})
+    # n waits, one after another (the contract's n*ms) or all at once (/gather, /upstream),
+    # form no group under the load: only a request that waits once
+    assert not model.lockstep_applies("sleep", "gather", info)
+    assert not model.lockstep_applies("upstream", "upstream", {**info, "capacity": {}})
     assert not model.lockstep_applies("sleep", "sequential", info)
     assert not model.lockstep_applies("upstream", "upstream-seq", {**info, "capacity": {}})
+    assert model.lockstep_applies("sleep", "sync", {**info, "capacity": {}})
     assert rps(1.0, "sequential") == rps(None, "sequential")
+    assert rps(1.0, "gather") == rps(None, "gather")
 
 
 # A server that waits ms, then spends 0.6 ms of CPU, per request: in a thread per connection,
