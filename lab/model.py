@@ -98,6 +98,9 @@ MIN_REQUESTS = 40
 # the cell is marked censored instead of reporting a number that is not a throughput.
 MAX_CELL_S = 60.0
 PLAN_MARGIN = 2.0  # a lengthened cell is planned for this many times MIN_REQUESTS
+# A JIT whose compiler threads used more than this share of the server's CPU was compiling:
+# in a warm-up round, not yet steady; during a load, the server changed under it.
+COMPILING = 0.05
 # A closed cell with this many VUs per slot is a flood: the rate is still C / S, but each
 # request waits N / X on average, and the order of answers is the server's (see CONTRACT.md).
 FLOOD = 10
@@ -534,6 +537,21 @@ def too_few(requests: int | None) -> str:
     """Censoring seen afterwards: the cell completed too few requests to count its rate."""
     if requests is not None and requests < MIN_REQUESTS:
         return f"only {requests} requests completed (< {MIN_REQUESTS}): the rate is not measured"
+    return ""
+
+
+def still_compiling(compiling_pct: float | None, warmed: bool) -> str:
+    """Censoring seen afterwards: the JIT compiled during the load (its compiler threads' share
+    of the server's CPU, compiling_pct) on a cell whose prediction rides on its CPU per
+    request (warmed: the runner warmed it up first), so the server's CPU per request fell
+    while it was measured and the load holds no steady state to predict (quick's 4-s warm-up
+    on the JVM's /hello and /cpu: CONTRACT.md, 'Warm-up'). A wait-bound cell is judged: its
+    prediction hardly moves with that CPU."""
+    if warmed and compiling_pct is not None and compiling_pct > COMPILING * 100:
+        return (
+            f"the JIT was still compiling during the load ({compiling_pct:.0f} % of the "
+            f"server's CPU in its compiler threads): no steady state to predict"
+        )
     return ""
 
 

@@ -690,9 +690,17 @@ class Runner:
         if attempt.database and attempt.database.proc:
             pids["database"] = attempt.database.proc.pid  # so does the database
         attempt.sampler = Sampler(pids).start()
+        compilers = warmup.compiler_threads(attempt.info) if attempt.proc else ()
+        jit0 = self._compiler_cpu(attempt, compilers)
         budget = seconds + self.options.k6_margin_s
         code, which = attempt.k6run.wait(timeout=budget)
         usage = attempt.sampler.stop()
+        jit1 = self._compiler_cpu(attempt, compilers)
+        if jit0 and jit1:  # the compiler threads' share of the server's CPU meanwhile
+            used = calibrate.used_s(jit0[0], jit1[0])
+            row.jit_compiling_pct = (
+                round(100 * min(1.0, max(0.0, jit1[1] - jit0[1]) / used), 1) if used > 0 else 0.0
+            )
         row.update(**_usage(usage, self.server_cpus, self.k6_cpus, self._load_cpus()))
         ended = tuple(attempt.sampler.ended("server")) if attempt.proc else ()
         row.restarts = len(ended) if attempt.proc else None
@@ -960,6 +968,16 @@ class Runner:
         tol, why = stability.tolerance(self.stability, share, calibration_s, load_s)
         attempt.row.update(tolerance=tol, tolerance_why=why)
 
+    @staticmethod
+    def _compiler_cpu(
+        attempt: Attempt, compilers: tuple[str, ...]
+    ) -> tuple[tuple[float, float], float] | None:
+        """The server tree's CPU so far and its compiler threads' (None: it names none)."""
+        if not compilers or attempt.proc is None:
+            return None
+        pid = attempt.proc.pid
+        return calibrate.tree_cpu_s(pid), warmup.compiler_cpu_s(pid, compilers)
+
     def _warm_until_steady(self, attempt: Attempt) -> None:
         """A server that compiles while it runs, warmed up until its CPU per request is steady
         (lab.run.warmup); the row says how long that took."""
@@ -1012,7 +1030,9 @@ def _discard(attempt: Attempt) -> None:
 def judge(row: CellResult) -> None:
     """Efficiency and the verdict, once the cell is measured (lab.model.verdict decides)."""
     if row.status == "ok" and not row.censored:
-        row.censored = model.too_few(row.requests)
+        row.censored = model.too_few(row.requests) or model.still_compiling(
+            row.jit_compiling_pct, row.warm_up_steady is not None
+        )
     row.efficiency = (
         model.efficiency(row.rps, row.predicted_rps)
         if row.status == "ok" and not row.censored

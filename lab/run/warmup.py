@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from lab import model
 from lab.matrix import Cell
 from lab.proc import probe
 from lab.run import calibrate
@@ -33,8 +34,8 @@ ROUND_MIN = 20  # requests at least
 FALL = 0.05
 STEADY_ROUNDS = 2
 # A round in which the compiler threads used more than this share of the server's CPU is
-# still compiling, whatever its cost per request.
-COMPILING = 0.05
+# still compiling, whatever its cost per request (a load too: lab.model.still_compiling).
+COMPILING = model.COMPILING
 # A steady JIT's CPU per request, as a share of a cold one's (HotSpot /hello: 0.036 ms
 # steady, 0.32 cold; jdkhttp /sync's first calibration 1.5 ms, steady 0.1). A cell whose
 # prediction moves by less than COLD_SENSITIVITY_MAX were its CPU that much lower needs no
@@ -97,12 +98,13 @@ def until_steady(
             first = len(curve)  # each phase is judged on its own rounds
             done = False
             while not done and time.monotonic() - started < max_s:
-                before, named = calibrate.tree_cpu_s(server_pid), _named_s(server_pid, compilers)
+                before = calibrate.tree_cpu_s(server_pid)
+                named = compiler_cpu_s(server_pid, compilers)
                 count = calibrate.send_until(
                     conns, path, server_pid, before, ROUND_CPU_S, ROUND_WALL_S, ROUND_MIN
                 )
                 used = calibrate.used_s(before, calibrate.tree_cpu_s(server_pid))
-                compiled = max(0.0, _named_s(server_pid, compilers) - named)
+                compiled = max(0.0, compiler_cpu_s(server_pid, compilers) - named)
                 curve.append(used / count * 1000)
                 compiling.append(min(1.0, compiled / used) if used > 0 else 0.0)
                 requests += count
@@ -134,9 +136,9 @@ def steady(curve: list[float], compiling: list[float] | None = None) -> bool:
     return all(curve[i] >= (1 - FALL) * min(curve[:i]) for i in last)
 
 
-def _named_s(pid: int, names: tuple[str, ...]) -> float:
+def compiler_cpu_s(pid: int, names: tuple[str, ...]) -> float:
     """CPU seconds so far of the live threads of pid's process tree whose name starts with
-    one of names (0 without names)."""
+    one of names (0 without names): the compiler threads (compiler_threads)."""
     if not names:
         return 0.0
     total = 0
