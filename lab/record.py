@@ -117,7 +117,7 @@ class CellResult:
     warm_up_requests: int | None = None
     warm_up_steady: bool | None = None
     # the share of the server's CPU during the load in its JIT's compiler threads (/info's
-    # compiler_threads), in %: over model.COMPILING on a warmed cell, it is censored
+    # compiler_threads), in %: over model.COMPILING on a cell bound by that CPU, it is censored
     jit_compiling_pct: float | None = None
     server_start_s: float | None = None
     server_stop_s: float | None = None

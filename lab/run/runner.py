@@ -1031,7 +1031,7 @@ def judge(row: CellResult) -> None:
     """Efficiency and the verdict, once the cell is measured (lab.model.verdict decides)."""
     if row.status == "ok" and not row.censored:
         row.censored = model.too_few(row.requests) or model.still_compiling(
-            row.jit_compiling_pct, row.warm_up_steady is not None
+            row.jit_compiling_pct, row.bound
         )
     row.efficiency = (
         model.efficiency(row.rps, row.predicted_rps)

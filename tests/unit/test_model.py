@@ -394,17 +394,17 @@ def test_too_few() -> None:
     assert model.too_few(None) == ""
 
 
-def test_a_jit_compiling_during_the_load_censors_a_warmed_cell() -> None:
+def test_a_jit_compiling_during_the_load_censors_a_cpu_bound_cell() -> None:
     """Spring's /hello after quick's 4-s warm-up, not steady: its JIT still compiling while k6
-    measured it. Censored only where the prediction rides on its CPU (the cell was warmed) and
-    the compiler threads took more than 5 % of the server's CPU."""
+    measured it. Censored only where the prediction is the server's CPU's ceiling and the
+    compiler threads took more than 5 % of the server's CPU."""
     from lab.record import CellResult
     from lab.run.runner import judge
 
-    assert "23 % of the server's CPU" in model.still_compiling(23.0, warmed=True)
-    assert model.still_compiling(23.0, warmed=False) == ""  # a wait bound by its VUs
-    assert model.still_compiling(5.0, warmed=True) == ""
-    assert model.still_compiling(None, warmed=True) == ""  # no compiler threads named
+    assert "23 % of the server's CPU" in model.still_compiling(23.0, "server-cpu")
+    assert model.still_compiling(23.0, "vus") == ""  # a wait: the CPU hardly moves it
+    assert model.still_compiling(5.0, "server-cpu") == ""
+    assert model.still_compiling(None, "server-cpu") == ""  # no compiler threads named
 
     def judged(**values: object) -> CellResult:
         row = CellResult(cell="spring/mvc/hello@vus=50#1", status="ok", rps=3038.0,
@@ -412,13 +412,11 @@ def test_a_jit_compiling_during_the_load_censors_a_warmed_cell() -> None:
         judge(row)
         return row
 
-    cold = judged(warm_up_s=4.0, warm_up_steady=False, jit_compiling_pct=23.0)
+    cold = judged(bound="server-cpu", jit_compiling_pct=23.0)
     assert (cold.verdict, cold.efficiency) == ("censored", None)
     assert "still compiling" in cold.censored
-    assert judged(warm_up_s=4.0, warm_up_steady=False, jit_compiling_pct=2.0).verdict == (
-        "above model"
-    )
-    assert judged(warm_up_s=0.0, jit_compiling_pct=23.0).verdict == "above model"
+    assert judged(bound="server-cpu", jit_compiling_pct=2.0).verdict == "above model"
+    assert judged(bound="vus", jit_compiling_pct=23.0).verdict == "above model"
 
 
 # --- the one verdict --------------------------------------------------------------------
