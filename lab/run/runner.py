@@ -690,17 +690,15 @@ class Runner:
         if attempt.database and attempt.database.proc:
             pids["database"] = attempt.database.proc.pid  # so does the database
         attempt.sampler = Sampler(pids).start()
-        compilers = warmup.compiler_threads(attempt.info) if attempt.proc else ()
-        jit0 = self._compiler_cpu(attempt, compilers)
+        served = attempt.proc.pid if attempt.proc else None
+        compilers = warmup.compiler_threads(attempt.info) if served else ()
+        jit = warmup.cpu_reading(served, compilers) if served and compilers else None
         budget = seconds + self.options.k6_margin_s
         code, which = attempt.k6run.wait(timeout=budget)
         usage = attempt.sampler.stop()
-        jit1 = self._compiler_cpu(attempt, compilers)
-        if jit0 and jit1:  # the compiler threads' share of the server's CPU meanwhile
-            used = calibrate.used_s(jit0[0], jit1[0])
-            row.jit_compiling_pct = (
-                round(100 * min(1.0, max(0.0, jit1[1] - jit0[1]) / used), 1) if used > 0 else 0.0
-            )
+        if jit and served:  # the compiler threads' share of the server's CPU meanwhile
+            after = warmup.cpu_reading(served, compilers)
+            row.jit_compiling_pct = round(100 * warmup.compiling_share(jit, after), 1)
         row.update(**_usage(usage, self.server_cpus, self.k6_cpus, self._load_cpus()))
         ended = tuple(attempt.sampler.ended("server")) if attempt.proc else ()
         row.restarts = len(ended) if attempt.proc else None
@@ -967,16 +965,6 @@ class Runner:
         )
         tol, why = stability.tolerance(self.stability, share, calibration_s, load_s)
         attempt.row.update(tolerance=tol, tolerance_why=why)
-
-    @staticmethod
-    def _compiler_cpu(
-        attempt: Attempt, compilers: tuple[str, ...]
-    ) -> tuple[tuple[float, float], float] | None:
-        """The server tree's CPU so far and its compiler threads' (None: it names none)."""
-        if not compilers or attempt.proc is None:
-            return None
-        pid = attempt.proc.pid
-        return calibrate.tree_cpu_s(pid), warmup.compiler_cpu_s(pid, compilers)
 
     def _warm_until_steady(self, attempt: Attempt) -> None:
         """A server that compiles while it runs, warmed up until its CPU per request is steady

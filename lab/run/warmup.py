@@ -98,15 +98,14 @@ def until_steady(
             first = len(curve)  # each phase is judged on its own rounds
             done = False
             while not done and time.monotonic() - started < max_s:
-                before = calibrate.tree_cpu_s(server_pid)
-                named = compiler_cpu_s(server_pid, compilers)
+                before = cpu_reading(server_pid, compilers)
                 count = calibrate.send_until(
-                    conns, path, server_pid, before, ROUND_CPU_S, ROUND_WALL_S, ROUND_MIN
+                    conns, path, server_pid, before[0], ROUND_CPU_S, ROUND_WALL_S, ROUND_MIN
                 )
-                used = calibrate.used_s(before, calibrate.tree_cpu_s(server_pid))
-                compiled = max(0.0, compiler_cpu_s(server_pid, compilers) - named)
+                after = cpu_reading(server_pid, compilers)
+                used = calibrate.used_s(before[0], after[0])
                 curve.append(used / count * 1000)
-                compiling.append(min(1.0, compiled / used) if used > 0 else 0.0)
+                compiling.append(compiling_share(before, after))
                 requests += count
                 done = steady(curve[first:], compiling[first:])
     finally:
@@ -134,6 +133,21 @@ def steady(curve: list[float], compiling: list[float] | None = None) -> bool:
     if compiling and any(compiling[i] > COMPILING for i in last):
         return False
     return all(curve[i] >= (1 - FALL) * min(curve[:i]) for i in last)
+
+
+CpuReading = tuple[tuple[float, float], float]  # the tree's CPU so far, its compilers'
+
+
+def cpu_reading(pid: int, compilers: tuple[str, ...]) -> CpuReading:
+    """The server tree's CPU so far (calibrate.tree_cpu_s) and its compiler threads'."""
+    return calibrate.tree_cpu_s(pid), compiler_cpu_s(pid, compilers)
+
+
+def compiling_share(before: CpuReading, after: CpuReading) -> float:
+    """The compiler threads' share of the server's CPU between two readings (a warm-up round,
+    a load), 0-1."""
+    used = calibrate.used_s(before[0], after[0])
+    return min(1.0, max(0.0, after[1] - before[1]) / used) if used > 0 else 0.0
 
 
 def compiler_cpu_s(pid: int, names: tuple[str, ...]) -> float:
