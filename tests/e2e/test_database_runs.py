@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -51,13 +49,8 @@ DB_CELL = ["bench", "go", "db", "--ms", "20", "--vus", "10"]
 
 
 @pytest.fixture
-def out() -> Iterator[Path]:
-    """A results folder the database's user reaches (pytest's tmp_path is closed to others:
-    when the lab runs as root, postgres runs as nobody)."""
-    path = Path(tempfile.mkdtemp(prefix="lab-db-runs-"))
-    path.chmod(0o777)
-    yield path / "out"
-    shutil.rmtree(path, ignore_errors=True)
+def out(db_out: Path) -> Path:
+    return db_out / "out"
 
 
 def postgres_in(data: Path) -> list[psutil.Process]:

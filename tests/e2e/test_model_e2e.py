@@ -31,9 +31,11 @@ ENV = {
 BAND = (0.75, 1.25)
 
 
-def bench(tmp_path: Path, *args: str, measure_k6: bool = False) -> CellResult:
+def bench(
+    tmp_path: Path, *args: str, measure_k6: bool = False, env: dict[str, str] | None = None
+) -> CellResult:
     out = tmp_path / "out"
-    env = dict(ENV) if measure_k6 else {**ENV, "LAB_K6_US": K6_US}
+    env = {**ENV, **(env or {})} if measure_k6 else {**ENV, **(env or {}), "LAB_K6_US": K6_US}
     if measure_k6:
         env.pop("LAB_K6_US", None)
     done = subprocess.run(
@@ -222,77 +224,29 @@ def test_fastapi_answers_a_flood_in_one_burst() -> None:
     assert firsts["fastapi"] > 1.4  # nothing before the third round has slept
 
 
-def db_cell(tmp_path: Path, endpoint: str, vus: int, pool: int, **params: int) -> CellResult:
-    """One database cell the way the runner measures it: a real PostgreSQL on k6's CPU, gin
-    with DB_POOL=pool on the server's, the calibration (the database's process tree
-    included), the prediction, then 3 s of k6 with the database sampled."""
-    from lab import model
-    from lab.contract import load
-    from lab.matrix import Cell
-    from lab.proc import server
-    from lab.proc.database import Database
-    from lab.proc.sampler import Sampler
-    from lab.run import calibrate, loadgen
-    from lab.targets import find
-
-    gin, endpoint_ = find("gin"), load()[endpoint]
-    cell = Cell("gin", gin.default_profile, endpoint, tuple(params.items()), vus, None, "3s", 1)
-    db = Database(None, cpus=[1]).start()  # a folder of its own: postgres may run as nobody
-    proc = None
-    try:
-        env = {"DATABASE_URL": db.url, "DB_POOL": str(pool), "WORKERS": "1"}
-        proc = server.target_server(gin, cpus=[0], env=env, log=tmp_path / "server.log")
-        proc.start(30)
-        info = server.get_json(proc.url + "/info", timeout=10)[1]
-        assert db.proc is not None
-        cost = calibrate.server_cost(proc.url, endpoint_, cell, proc.pid, db_pid=db.proc.pid)
-        service = endpoint_.service_ms(dict(cell.params))
-        demand = model.Demand(
-            service if service is not None else cost.wait_ms or 0.0, cost.cpu_ms,
-            cost.overhead_ms, None, float(DB_K6_US), cost.overshoot_ms, cost.db_cpu_ms,
-        )  # fmt: skip
-        p = model.predict(endpoint_.kind, endpoint, demand, vus, None, info, 1)
-        run = loadgen.start(cell, proc.url, tmp_path / "k6.json", tmp_path / "k6.log", [1], 5)
-        sampler = Sampler({"db": db.proc.pid}).start()
-        run.wait(timeout=60)
-        usage = sampler.stop()["db"]
-        data = loadgen.read_summary(tmp_path / "k6.json")
-        rps = loadgen.parse_summary(data)["rps"] if data else None
-    finally:
-        if proc:
-            proc.stop()
-        db.stop()
-    return CellResult(
-        status="ok", rps=rps, predicted_rps=p.rps, bound=p.bound,
-        capacity=info["capacity"][endpoint], db_pool=model.db_pool(endpoint, info),
-        db_cpu_ms=cost.db_cpu_ms, db_cpu_pct=usage.cpu_pct, server_cpu_ms=cost.cpu_ms,
-        efficiency=model.efficiency(rps, p.rps),
-    )  # fmt: skip
-
-
-# k6's cost per request at 20-50 VUs on this machine (CONTRACT.md: 92 µs at 20, 100-140 at 50)
-DB_K6_US = 120
+# Each database cell through the runner (`lab bench`): a real PostgreSQL on k6's CPU, gin with
+# DB_POOL on the server's, the calibration from k6's CPU (the runner's own), k6's cost
+# measured (it shares that CPU with the database), the database sampled during the load.
 DB_CASES = {
     # 20 VUs on gin's 4 pooled connections, each held 50 ms: ~79 rps
-    "db-pool": ("db", 20, 4, {"ms": 50}),
+    "db-pool": (4, ("go", "db", "--ms", "50", "--vus", "20")),
     # 20 queries per request with a pool that never runs out: the database's CPU on k6's CPU
-    "db-cpu": ("db-rows", 50, 50, {"n": 20}),
+    "db-cpu": (50, ("go", "db-rows", "--n", "20", "--vus", "50")),
 }
 
 
 @pytest.mark.parametrize("bound", list(DB_CASES))
-def test_db_bound_end_to_end(tmp_path: Path, bound: str) -> None:
-    endpoint, vus, pool, params = DB_CASES[bound]
+def test_db_bound_end_to_end(db_out: Path, bound: str) -> None:
+    pool, args = DB_CASES[bound]
 
     def one(path: Path) -> tuple[CellResult, str | None]:
-        path.mkdir()
-        row = db_cell(path, endpoint, vus, pool, **params)
+        row = bench(path, *args, measure_k6=True, env={"DB_POOL": str(pool)})
         ok = row.bound == bound and row.efficiency and BAND[0] <= row.efficiency <= BAND[1]
         return row, None if ok else f"{bound}: {row}"
 
-    row, problem = one(tmp_path / "first")
+    row, problem = one(db_out / "first")
     if problem:  # a shared machine: once more before calling it a failure
-        row, problem = one(tmp_path / "again")
+        row, problem = one(db_out / "again")
     assert problem is None, problem
     # the database's CPU was read from its process tree (the backends are the postmaster's
     # children), before the load and during it. During a db-pool load the database mostly
