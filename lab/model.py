@@ -20,7 +20,8 @@ closed queueing network. One request visits:
               more): a request holds its pooled connection for S + d + o + its database CPU
               (the CPU of the database's process tree per request, measured like d);
   loadgen     the load side's CPUs: k6's cost per request (measured once per VU count:
-              lab.js on the Go target's /hello, k6's CPUs over its top rate) plus, for
+              lab.js on the Go target's /hello, k6's CPUs over its top rate; and paced, on
+              its /sync, where k6 waits for its answers and costs more: k6_busy) plus, for
               /upstream, the upstream service's CPU per request and, for the database
               endpoints, the database's CPU per request (both share k6's CPUs); with several
               k6 instances (--loadgens), the distinct CPUs they run on (load_side_cpus);
@@ -136,24 +137,69 @@ class Demand:
     server_cpu_ms: float | None = None  # d
     overhead_ms: float | None = None  # Z
     upstream_cpu_ms: float | None = None
-    loadgen_us: float | None = None  # k6's CPU per request, in µs
+    loadgen_us: float | None = None  # k6's CPU per request at its top rate, in µs
     overshoot_ms: float | None = None  # how late the waits end (holds the slot)
     db_cpu_ms: float | None = None  # the database's CPU per request (on k6's CPUs)
     # How far the calibration's requests moved in lockstep (lockstep_share): 0, each queued
     # for the server's CPU as MVA expects; 1, each waited for all of its group's CPU
     lockstep: float | None = None
+    # k6's CPU per request where it is not the bottleneck (its requests wait) and the rate it
+    # was measured at: a k6 that waits for its answers pays a wake-up per request that a
+    # saturated one shares out (None: k6 costs loadgen_us at every rate)
+    loadgen_paced_us: float | None = None
+    loadgen_paced_rps: float | None = None
 
-    @property
-    def load_side_ms(self) -> float:
-        return sum(self.load_side().values())
+    def load_side_ms(self, cpus: float = 1.0) -> float:
+        """The load side's CPU per request at the rate that saturates its `cpus`."""
+        return sum(self.load_side(cpus).values())
 
-    def load_side(self) -> dict[str, float]:
-        """What one request costs k6's CPUs, per bound: k6 itself and what shares its CPUs."""
+    def load_side(self, cpus: float = 1.0) -> dict[str, float]:
+        """What one request costs k6's CPUs, per bound, at the rate that saturates them: k6
+        itself (k6_busy) and what shares its CPUs."""
+        ceiling = self.load_side_ceiling(cpus)
         return {
-            "loadgen": (self.loadgen_us or 0.0) / 1000.0,
+            "loadgen": k6_busy(self, ceiling, cpus) / ceiling * 1000.0 if ceiling else 0.0,
             "upstream-cpu": self.upstream_cpu_ms or 0.0,
             "db-cpu": self.db_cpu_ms or 0.0,
         }
+
+    def load_side_ceiling(self, cpus: float) -> float:
+        """The rate at which k6 and what shares its CPUs (the upstream's, the database's CPU
+        per request) use all `cpus` of them: k6_busy(x) + x * rest = cpus (0: no load side)."""
+        top, rest = (self.loadgen_us or 0.0) / 1e6, (self.upstream_cpu_ms or 0.0) / 1000.0
+        rest += (self.db_cpu_ms or 0.0) / 1000.0
+        paced = _paced_point(self, cpus)
+        if paced is None:
+            return cpus / (top + rest) if top + rest > 0 else 0.0
+        r_p, u_p = paced
+        if u_p + rest * r_p >= cpus:  # saturated below the paced rate: k6 costs its paced
+            return cpus / (u_p / r_p + rest)
+        slope = (cpus - u_p) / (cpus / top - r_p)  # k6's CPU per added request above it
+        return (cpus - u_p + r_p * slope) / (slope + rest)
+
+
+def _paced_point(demand: Demand, cpus: float) -> tuple[float, float] | None:
+    """k6's paced point (its rate, the CPUs it kept busy), where it costs more a request than
+    at its top rate (cpus / loadgen_us) and was measured below that rate; else None."""
+    top, paced, rate = demand.loadgen_us, demand.loadgen_paced_us, demand.loadgen_paced_rps
+    if not (top and paced and rate) or paced <= top or rate >= cpus * 1e6 / top:
+        return None
+    return rate, rate * paced / 1e6
+
+
+def k6_busy(demand: Demand, rps: float, cpus: float) -> float:
+    """k6's CPUs busy at a rate: linear from rest through its paced point, then linear to its
+    own ceiling (all `cpus` at cpus / loadgen_us, as measured on gin's /hello); at
+    loadgen_us a request without a paced point. The paced point sits above the line to the
+    ceiling: per request, a k6 that waits for its answers costs more than a saturated one."""
+    top = (demand.loadgen_us or 0.0) / 1e6
+    paced = _paced_point(demand, cpus)
+    if paced is None:
+        return rps * top
+    r_p, u_p = paced
+    if rps <= r_p:
+        return rps * u_p / r_p
+    return u_p + (rps - r_p) * (cpus - u_p) / (cpus / top - r_p)
 
 
 @dataclass(frozen=True)
@@ -264,14 +310,14 @@ def predict(
     d = (demand.server_cpu_ms or 0.0) / 1000.0
     s = demand.service_ms / 1000.0 if kind != "cpu" else 0.0
     z = (demand.overhead_ms or 0.0) / 1000.0
-    load = demand.load_side_ms / 1000.0
+    load = demand.load_side_ms(loadgen_cpus) / 1000.0
     if kind == "cpu" and d <= 0:
         return NO_MODEL  # a CPU endpoint without its CPU time has nothing to predict from
     if s + d + z + load <= 0:
         return NO_MODEL  # /hello with nothing measured
     m_server = slots(kind, endpoint, info) if kind == "cpu" else cpu_parallelism(endpoint, info)
     c = slots(kind, endpoint, info) if kind != "cpu" else math.inf
-    side = demand.load_side()
+    side = demand.load_side(loadgen_cpus)
     load_name = max(side, key=lambda k: side[k])  # a tie: k6 first
     slot_name = "db-pool" if kind == "db" and pool_bound(endpoint, info) else "slots"
     ceilings: dict[str, float] = {}
@@ -332,7 +378,7 @@ def predict_burst(
     s = demand.service_ms / 1000.0
     z = (demand.overhead_ms or 0.0) / 1000.0
     hold = s + d + ((demand.overshoot_ms or 0.0) + (demand.db_cpu_ms or 0.0)) / 1000.0
-    lone = s + d + z + demand.load_side_ms / 1000.0
+    lone = s + d + z + demand.load_side_ms(loadgen_cpus) / 1000.0
     mean, makespan = burst_times(k, slots(kind, endpoint, info), hold, lone)
     return Prediction(k / makespan, mean * 1000.0, closed.bound, closed.ceilings)
 
@@ -429,8 +475,9 @@ def speed_share(demand: Demand, rps_of: Callable[[Demand], float | None]) -> flo
     slower = {
         name: getattr(demand, name) * factor for name in MEASURED_CPUS if getattr(demand, name)
     }
-    if demand.loadgen_us:
-        slower["loadgen_us"] = demand.loadgen_us * factor
+    for name in ("loadgen_us", "loadgen_paced_us"):
+        if getattr(demand, name):
+            slower[name] = getattr(demand, name) * factor
     rps = rps_of(replace(demand, **slower)) if slower else base
     if not rps:
         return 0.0
@@ -714,4 +761,4 @@ def lockstep_ms(r: Any) -> float | None:
     if not r.vus or r.vus < 2 or not r.server_cpu_ms or r.service_ms is None:
         return None
     side = Demand(0.0, None, None, r.upstream_cpu_ms, r.loadgen_us, None, r.db_cpu_ms)
-    return r.service_ms + (r.overhead_ms or 0.0) + side.load_side_ms + r.vus * r.server_cpu_ms
+    return r.service_ms + (r.overhead_ms or 0.0) + side.load_side_ms() + r.vus * r.server_cpu_ms

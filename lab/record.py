@@ -93,6 +93,9 @@ class CellResult:
     db_pool: int | None = None  # connections per worker in the pool the endpoint uses (db cells)
     db_cpu_ms: float | None = None  # the database server's CPU per request (db cells)
     loadgen_us: float | None = None  # k6's cost per request (µs), measured once per VU count
+    # k6's CPU per request (µs) where its requests wait, and the rate it was measured at
+    loadgen_paced_us: float | None = None
+    loadgen_paced_rps: float | None = None
     lockstep: float | None = None  # 0-1: how far the calibration's requests moved as one group
     loadgen_rps_max: float | None = None  # the load side's ceiling on its CPUs
     predicted_rps: float | None = None

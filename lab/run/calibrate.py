@@ -46,6 +46,13 @@ QUERIES = 20
 ASSUMED_K6_US = 57.0
 LOADGEN_DURATION = "2s"
 LOADGEN_WAIT_S = 15.0  # k6's start, the 2 s and its graceful stop; a hung k6 is given up on
+# k6 paced by its answers (not the bottleneck): each VU's request waits this long on gin's
+# /sync, so k6 runs at VUs x 10 requests a second, as a cell bound elsewhere runs it; for
+# longer, sampled in longer intervals: a 0.1 s interval holds 1-2 of the kernel's 10 ms ticks
+# of a k6 busy 10-20 %, and their median read 195-400 µs a request for one k6
+PACED_MS = 100
+PACED_DURATION = "3s"
+PACED_INTERVAL_S = 0.5
 # k6 at this share of its CPUs is the bottleneck of the reference cell: k6's Go runtime never
 # reaches 100 % (measured: CONTRACT.md, 'The capacity model', k6 per request).
 K6_BOUND_PCT = 75.0
@@ -307,6 +314,10 @@ class LoadgenCost:
     source: str  # "measured: ...", "given: ..." or "assumed: ..."
     vus: int | None = None
     cpu_us: float | None = None  # k6's CPU time per request
+    # k6's CPU time per request where its requests wait (gin's /sync?ms=PACED_MS) and the
+    # rate it ran at: what k6 costs where it is not the bottleneck (lab.model.k6_busy)
+    paced_us: float | None = None
+    paced_rps: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -332,15 +343,15 @@ def loadgen_cost(
     """k6's cost per request on its own CPUs at `vus` VUs (it grows with the VUs, measured:
     CONTRACT.md, 'The capacity model'): lab.js on the Go target's /hello (the cheapest server
     there is, bound to `host`, pinned to the server's CPUs) for a couple of seconds, k6
-    sampled. instances: k6 run as the cell's will be (the runner's: each instance's CPUs,
-    execution segment, per-request output and load host's namespace, all of which cost k6
-    CPU: two instances on one CPU 27-43 % more a request than one, the links of two load
-    hosts' namespaces about 20 % more again); None: one k6 on k6_cpus. Falls back to
-    ASSUMED_K6_US, saying so."""
+    sampled; then paced, on its /sync?ms=PACED_MS (k6 waits for its answers). instances: k6
+    run as the cell's will be (the runner's: each instance's CPUs, execution segment,
+    per-request output and load host's namespace, all of which cost k6 CPU: two instances on
+    one CPU 27-43 % more a request than one, the links of two load hosts' namespaces about
+    20 % more again); None: one k6 on k6_cpus. Falls back to ASSUMED_K6_US, saying so."""
     cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
     given = os.environ.get("LAB_K6_US", "")
     with contextlib.suppress(ValueError):
-        if float(given) > 0:  # a value measured before, to save the 3 s (recorded as given)
+        if float(given) > 0:  # a value measured before, to save the 6 s (recorded as given)
             return LoadgenCost(float(given), None, cpus, "given: LAB_K6_US", vus)
     try:
         from lab.targets import find
@@ -353,7 +364,6 @@ def loadgen_cost(
         name = folder / f"loadgen-{vus}-k6"
         instances = [loadgen.Instance(name.with_suffix(".json"), name.with_suffix(".log"), k6_cpus)]
     proc: server.ServerProcess | None = None
-    group: loadgen.LoadGroup | None = None
     try:
         proc = server.target_server(
             gin,
@@ -364,17 +374,12 @@ def loadgen_cost(
         )
         proc.start(30)
         cell = Cell("gin", gin.default_profile, "hello", (), vus, None, LOADGEN_DURATION, 1)
-        group = loadgen.start_group(cell, proc.url, instances, canary_rate=0)
-        sampler = Sampler({f"k6.{i}": pid for i, pid in enumerate(group.pids)}, 0.1).start()
-        code, _ = group.wait(timeout=LOADGEN_WAIT_S)
-        busy = [u.busy_pct for u in sampler.stop().values()]
-        summaries = [loadgen.read_summary(inst.summary) for inst in instances]
-        rate = loadgen.rps([d for d in summaries if d]) if all(summaries) else None
-        if code != 0 or None in busy or not rate:
-            raise CalibrationError("k6 measured nothing")
-        rps = float(rate)
-        pct = float(sum(busy))  # type: ignore[arg-type]
+        rps, pct = _k6_reading(cell, proc.url, instances, 0.1)
         us, how = k6_cost_us(pct, rps, cpus)
+        paced = replace(cell, endpoint="sync", params=(("ms", PACED_MS),), duration=PACED_DURATION)
+        paced_rps, paced_pct = _k6_reading(
+            paced, proc.url, [_paced(i) for i in instances], PACED_INTERVAL_S
+        )
         several = f", {len(instances)} instances" if len(instances) > 1 else ""
         written = ", every request written" if any(i.run_args for i in instances) else ""
         inside = ", from load hosts' namespaces" if any(i.prefix for i in instances) else ""
@@ -385,14 +390,39 @@ def loadgen_cost(
             f"measured: lab.js, {vus} VUs on gin /hello{several}{written}{inside} ({how})",
             vus,
             pct / 100.0 / rps * 1e6,
+            paced_pct / 100.0 / paced_rps * 1e6,
+            paced_rps,
         )
     except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
         return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: measurement failed ({exc})", vus)
     finally:
-        if group:
-            group.kill()
         if proc:
             proc.stop()
+
+
+def _k6_reading(
+    cell: Cell, url: str, instances: list[loadgen.Instance], interval_s: float
+) -> tuple[float, float]:
+    """(rps, % of one CPU busy: the median interval's) of k6 running the cell's load on its
+    instances, sampled every interval_s."""
+    group = loadgen.start_group(cell, url, instances, canary_rate=0)
+    try:
+        sampler = Sampler({f"k6.{i}": p for i, p in enumerate(group.pids)}, interval_s).start()
+        code, _ = group.wait(timeout=LOADGEN_WAIT_S)
+        busy = [u.busy_pct for u in sampler.stop().values()]
+    finally:
+        group.kill()
+    summaries = [loadgen.read_summary(inst.summary) for inst in instances]
+    rate = loadgen.rps([d for d in summaries if d]) if all(summaries) else None
+    if code != 0 or None in busy or not rate:
+        raise CalibrationError(f"k6 measured nothing on /{cell.endpoint}")
+    return float(rate), float(sum(busy))  # type: ignore[arg-type]
+
+
+def _paced(inst: loadgen.Instance) -> loadgen.Instance:
+    """The instance writing its summary and log beside the reference cell's, not over them."""
+    paced = inst.summary.with_name(f"{inst.summary.stem}-paced.json")
+    return replace(inst, summary=paced, log=inst.log.with_name(f"{inst.log.stem}-paced.log"))
 
 
 def with_duration(cell: Cell, seconds: float) -> Cell:

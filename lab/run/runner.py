@@ -358,8 +358,14 @@ class Runner:
                 self._host(),
             )
             self.loadgen[vus] = cost
+            paced = (
+                f"; {cost.paced_us:.0f} µs paced at {cost.paced_rps:.0f} rps"
+                if cost.paced_us and cost.paced_rps
+                else ""
+            )
             print(
-                f"k6 costs {cost.us_per_request:.0f} µs per request at {vus} VUs ({cost.source})",
+                f"k6 costs {cost.us_per_request:.0f} µs per request at {vus} VUs{paced} "
+                f"({cost.source})",
                 file=sys.stderr,
             )
         return self.loadgen[vus]
@@ -871,6 +877,8 @@ class Runner:
             overhead_ms=overhead,
             upstream_cpu_ms=cost.upstream_cpu_ms,
             loadgen_us=k6.us_per_request,
+            loadgen_paced_us=k6.paced_us,
+            loadgen_paced_rps=k6.paced_rps,
             overshoot_ms=cost.overshoot_ms,
             db_cpu_ms=cost.db_cpu_ms,
             lockstep=cost.lockstep,
@@ -998,6 +1006,8 @@ class Runner:
             upstream_cpu_ms=demand.upstream_cpu_ms,
             db_cpu_ms=demand.db_cpu_ms,
             loadgen_us=demand.loadgen_us,
+            loadgen_paced_us=demand.loadgen_paced_us,
+            loadgen_paced_rps=demand.loadgen_paced_rps,
             lockstep=demand.lockstep if grouped else None,  # the share the model used
             loadgen_rps_max=p.loadgen_rps_max,
             predicted_rps=p.rps,

@@ -184,6 +184,9 @@ def test_loadgen_bound_hello_and_k6_measured(tmp_path: Path) -> None:
     assert problem is None, problem
     assert row.loadgen_us and 20 < row.loadgen_us < 500  # µs of k6 CPU per request
     assert row.loadgen_rps_max == pytest.approx(1e6 / row.loadgen_us, rel=0.01)
+    # and paced: 20 VUs on gin's /sync?ms=100, each about 10 requests a second
+    assert row.loadgen_paced_us and row.loadgen_paced_rps
+    assert 150 < row.loadgen_paced_rps <= 200
     meta = RunDir(next(p for p in (tmp_path / "out").iterdir() if p.name != "latest")).meta()
     assert meta.loadgen and meta.loadgen[0]["source"].startswith("measured")
 

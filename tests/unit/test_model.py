@@ -84,6 +84,39 @@ def test_upstream_cpu_bound() -> None:
     assert p.loadgen_rps_max == pytest.approx(1 / 0.00046)
 
 
+def test_k6_paced_costs_more_beside_what_shares_its_cpu() -> None:
+    """k6 waiting for its answers pays a wake-up per request that a saturated k6 shares out
+    (measured: 180 µs a request at its top rate, 278 µs paced at 492 rps, 50 VUs): beside the
+    database's CPU on its one CPU, k6 runs below its top rate and costs more than loadgen_us;
+    alone, its ceiling stays its top rate."""
+    top = Demand(0.0, 0.9, 0.3, None, 180.0)
+    paced = replace(top, loadgen_paced_us=278.0, loadgen_paced_rps=492.0)
+    r_t, u_p = 1e6 / 180.0, 492.0 * 278e-6
+    # k6's CPUs: through its paced point, then straight to all of them at its top rate
+    assert model.k6_busy(paced, 246.0, 1) == pytest.approx(u_p / 2)
+    assert model.k6_busy(paced, 492.0, 1) == pytest.approx(u_p)
+    assert model.k6_busy(paced, r_t, 1) == pytest.approx(1.0)
+    assert model.k6_busy(top, 492.0, 1) == pytest.approx(492.0 * 180e-6)  # not measured paced
+    # alone (Go's /hello): the load side's ceiling is k6's top rate either way
+    assert paced.load_side_ceiling(1) == pytest.approx(r_t)
+    assert paced.load_side()["loadgen"] == pytest.approx(0.18)
+    # beside the database's 0.84 ms a request: k6_busy(x) + x * 0.84 ms = the CPU
+    db = replace(paced, db_cpu_ms=0.84)
+    x = db.load_side_ceiling(1)
+    assert model.k6_busy(db, x, 1) + x * 0.84e-3 == pytest.approx(1.0)
+    assert x == pytest.approx(937, abs=1)  # the cell measured 746-867 rps at 0.74-0.87 ms
+    assert replace(top, db_cpu_ms=0.84).load_side_ceiling(1) == pytest.approx(1e3 / 1.02)
+    assert db.load_side_ms() == pytest.approx(1000 / x)
+    p = model.predict("db", "db-rows", replace(db, server_cpu_ms=0.1), 50, None, go(), 1)
+    assert (p.bound, p.loadgen_rps_max) == ("db-cpu", pytest.approx(x))
+    # saturated below the paced rate (a costly upstream): k6 at its paced cost throughout
+    heavy = replace(paced, upstream_cpu_ms=4.0)
+    assert heavy.load_side_ceiling(1) == pytest.approx(1 / (278e-6 + 4e-3))
+    # a paced reading no dearer than the top rate's says nothing more: ignored
+    cheap = replace(top, loadgen_paced_us=150.0, loadgen_paced_rps=492.0, db_cpu_ms=0.84)
+    assert cheap.load_side_ceiling(1) == pytest.approx(1e3 / 1.02)
+
+
 def test_cpu_endpoint_python_one_gil_go_every_cpu() -> None:
     demand = Demand(0.0, 20.0, 0.2, None, K6_US)
     p = model.predict("cpu", "cpu", demand, 10, None, py(workers=1, cpus=2, cpu=1), 1)
