@@ -126,7 +126,7 @@ LOAD_SIDE = ("loadgen", "upstream-cpu", "db-cpu")  # the bounds on k6's CPUs
 # large moves the prediction by less than CPU_SENSITIVITY_MAX, a fifth of the tolerance.
 SHORT_CPU_ERROR = 0.25
 CPU_SENSITIVITY_MAX = 0.01
-MEASURED_CPUS = ("server_cpu_ms", "upstream_cpu_ms", "db_cpu_ms")
+MEASURED_CPUS = ("server_cpu_ms", "upstream_cpu_ms", "db_cpu_ms", "load_kernel_ms")
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,9 @@ class Demand:
     # saturated one shares out (None: k6 costs loadgen_us at every rate)
     loadgen_paced_us: float | None = None
     loadgen_paced_rps: float | None = None
+    # the kernel's interrupt work on k6's CPUs per request beside the upstream or the database
+    # (their packets' softirq, which no process's CPU time holds)
+    load_kernel_ms: float | None = None
 
     def load_side_ms(self, cpus: float = 1.0) -> float:
         """The load side's CPU per request at the rate that saturates its `cpus`."""
@@ -157,17 +160,21 @@ class Demand:
         """What one request costs k6's CPUs, per bound, at the rate that saturates them: k6
         itself (k6_busy) and what shares its CPUs."""
         ceiling = self.load_side_ceiling(cpus)
+        kernel = self.load_kernel_ms or 0.0  # the packets of the upstream's or the database's
+        db = self.db_cpu_ms or 0.0
         return {
             "loadgen": k6_busy(self, ceiling, cpus) / ceiling * 1000.0 if ceiling else 0.0,
-            "upstream-cpu": self.upstream_cpu_ms or 0.0,
-            "db-cpu": self.db_cpu_ms or 0.0,
+            "upstream-cpu": (self.upstream_cpu_ms or 0.0) + (0.0 if db else kernel),
+            "db-cpu": db + kernel if db else 0.0,
         }
 
     def load_side_ceiling(self, cpus: float) -> float:
         """The rate at which k6 and what shares its CPUs (the upstream's, the database's CPU
-        per request) use all `cpus` of them: k6_busy(x) + x * rest = cpus (0: no load side)."""
-        top, rest = (self.loadgen_us or 0.0) / 1e6, (self.upstream_cpu_ms or 0.0) / 1000.0
-        rest += (self.db_cpu_ms or 0.0) / 1000.0
+        per request, the kernel's work for their packets) use all `cpus` of them:
+        k6_busy(x) + x * rest = cpus (0: no load side)."""
+        top = (self.loadgen_us or 0.0) / 1e6
+        rest = sum(v or 0.0 for v in (self.upstream_cpu_ms, self.db_cpu_ms, self.load_kernel_ms))
+        rest /= 1000.0
         paced = _paced_point(self, cpus)
         if paced is None:
             return cpus / (top + rest) if top + rest > 0 else 0.0
@@ -609,6 +616,12 @@ def _num(v: float | None, unit: str) -> str:
     return f"{v:,.0f} {unit}" if v >= 100 else f"{v:.3g} {unit}"
 
 
+def _kernel(r: Any) -> str:
+    """The kernel's work for the packets beside a load-side bound, where it was read."""
+    kernel = getattr(r, "load_kernel_ms", None)
+    return f" + kernel {_num(kernel, 'ms')}" if kernel else ""
+
+
 def limit_text(bound: str, r: Any) -> str:
     """The limiting resource with the measured number behind it, for the report; for a cell
     judged off the model, what the load showed of that resource beside it (observed())."""
@@ -634,10 +647,10 @@ def limit_text(bound: str, r: Any) -> str:
                 f"→ {f(r.loadgen_rps_max, 'rps')} max"
             )
         case "upstream-cpu":
-            text = f"upstream {f(r.upstream_cpu_ms, 'ms')}/request on k6's CPUs"
+            text = f"upstream {f(r.upstream_cpu_ms, 'ms')}{_kernel(r)}/request on k6's CPUs"
         case "db-cpu":
             text = (
-                f"database {f(r.db_cpu_ms, 'ms')}/request on k6's CPUs "
+                f"database {f(r.db_cpu_ms, 'ms')}{_kernel(r)}/request on k6's CPUs "
                 f"→ {f(r.loadgen_rps_max, 'rps')} max"
             )
         case "vus":

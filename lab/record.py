@@ -92,6 +92,8 @@ class CellResult:
     upstream_cpu_ms: float | None = None  # upstream service CPU per request (/upstream)
     db_pool: int | None = None  # connections per worker in the pool the endpoint uses (db cells)
     db_cpu_ms: float | None = None  # the database server's CPU per request (db cells)
+    # the kernel's interrupt work on k6's CPUs per request beside the upstream or the database
+    load_kernel_ms: float | None = None
     loadgen_us: float | None = None  # k6's cost per request (µs), measured once per VU count
     # k6's CPU per request (µs) where its requests wait, and the rate it was measured at
     loadgen_paced_us: float | None = None

@@ -82,6 +82,13 @@ class _Tree:
         return sum(self.last_cpu[pid] - self.start_cpu[pid] for pid in self.last_cpu)
 
 
+def kernel_seconds(cpus: list[int]) -> float:
+    """The kernel's interrupt work so far (irq and softirq: loopback's packets among it) on
+    these CPUs, which no process's CPU time holds."""
+    times = psutil.cpu_times(percpu=True)
+    return sum(times[c].irq + times[c].softirq for c in cpus if c < len(times))
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time used so far by a process and everything below it."""
     tree = _Tree(pid)

@@ -20,7 +20,7 @@ from lab import model
 from lab.contract import Endpoint
 from lab.matrix import Cell
 from lab.proc import probe, server
-from lab.proc.sampler import Sampler, cpu_seconds
+from lab.proc.sampler import Sampler, cpu_seconds, kernel_seconds
 from lab.run import loadgen
 
 # Stop when the server has used this much CPU, or after this long, whichever comes first
@@ -109,6 +109,9 @@ class ServerCost:
     # How far the k connections' requests moved in lockstep (lab.model.lockstep_share), from
     # their mean time per request and this client's own CPU per request
     lockstep: float | None = None
+    # The kernel's interrupt work on the load side's CPUs per request beside the upstream's or
+    # the database's (their packets' softirq: no process's CPU time holds it; None: not read)
+    load_kernel_ms: float | None = None
 
 
 def calibration_query(endpoint: Endpoint, cell: Cell, wait_ms: int = 0) -> str:
@@ -192,6 +195,7 @@ def server_cost(
     *,
     db_pid: int | None = None,
     wall_s: float = WALL_S,
+    load_cpus: list[int] | None = None,
 ) -> ServerCost:
     """The server's CPU per request: min(VUs, PARALLEL) kept-alive connections (as k6 keeps
     them), each sending its requests one after another, until the server has used CPU_S of
@@ -201,7 +205,8 @@ def server_cost(
     cell's do, only shorter (cpu_query). Then
     the round trip, on one connection. The upstream's and the database's CPU (db_pid: the
     top of its process tree, PostgreSQL's backends being children of the postmaster) are
-    read over the same requests."""
+    read over the same requests, and with them (load_cpus: the load side's, where both run
+    beside this client) the kernel's interrupt work on those CPUs."""
     path = cpu_query(endpoint, cell)
     k = max(1, min(cell.vus, PARALLEL))
     conns = [probe.Connection(base, timeout=60) for _ in range(k)]
@@ -212,6 +217,8 @@ def server_cost(
         srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db0 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
+        beside = bool(load_cpus and (upstream_pid or db_pid))
+        kernel0 = kernel_seconds(load_cpus or []) if beside else 0.0
         started, client = time.perf_counter(), list[float]()
         count = send_until(conns, path, server_pid, srv0, CPU_S, wall_s, MIN_REQUESTS, client)
         cycle_ms = k * (time.perf_counter() - started) / count * 1000
@@ -219,6 +226,7 @@ def server_cost(
         srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up1 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db1 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
+        kernel_ms = (kernel_seconds(load_cpus or []) - kernel0) / count * 1000 if beside else None
         cpu_ms = used_s(srv0, srv1) / count * 1000 if server_pid else None
         up_ms = used_s(up0, up1) / count * 1000 if upstream_pid else None
         db_ms = used_s(db0, db1) / count * 1000 if db_pid else None
@@ -241,7 +249,7 @@ def server_cost(
     lockstep = None
     if waits is not None and endpoint.kind != "cpu":  # Z holds the waits' overshoot
         lockstep = model.lockstep_share(k, waits + overhead, cpu_ms, client_ms, cycle_ms)
-    return ServerCost(cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait, lockstep)
+    return ServerCost(cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait, lockstep, kernel_ms)
 
 
 def measures_wait(endpoint: Endpoint) -> bool:

@@ -863,6 +863,7 @@ class Runner:
             upstream_pid,
             db_pid=db_pid,
             wall_s=wall_s,
+            load_cpus=self.k6_cpus,  # this process runs there (None: not pinned)
         )
         service = endpoint.service_ms(dict(cell.params))
         if service is None:  # "calibrated" in the contract (/db-rows): the wait measured
@@ -882,6 +883,7 @@ class Runner:
             overshoot_ms=cost.overshoot_ms,
             db_cpu_ms=cost.db_cpu_ms,
             lockstep=cost.lockstep,
+            load_kernel_ms=cost.load_kernel_ms,
         )
 
     def _load_cpus(self) -> int:
@@ -1005,6 +1007,7 @@ class Runner:
             overshoot_ms=demand.overshoot_ms,
             upstream_cpu_ms=demand.upstream_cpu_ms,
             db_cpu_ms=demand.db_cpu_ms,
+            load_kernel_ms=demand.load_kernel_ms,
             loadgen_us=demand.loadgen_us,
             loadgen_paced_us=demand.loadgen_paced_us,
             loadgen_paced_rps=demand.loadgen_paced_rps,
