@@ -385,9 +385,15 @@ def loadgen_cost(
         rps, pct = _k6_reading(cell, proc.url, instances, 0.1)
         us, how = k6_cost_us(pct, rps, cpus)
         paced = replace(cell, endpoint="sync", params=(("ms", PACED_MS),), duration=PACED_DURATION)
-        paced_rps, paced_pct = _k6_reading(
-            paced, proc.url, [_paced(i) for i in instances], PACED_INTERVAL_S
-        )
+        paced_us: float | None = None
+        paced_rps: float | None = None
+        try:  # without it, k6 costs its top rate's at every rate (the model says so)
+            paced_rps, pct_paced = _k6_reading(
+                paced, proc.url, [_paced(i) for i in instances], PACED_INTERVAL_S
+            )
+            paced_us = pct_paced / 100.0 / paced_rps * 1e6
+        except CalibrationError:
+            paced_rps = None
         several = f", {len(instances)} instances" if len(instances) > 1 else ""
         written = ", every request written" if any(i.run_args for i in instances) else ""
         inside = ", from load hosts' namespaces" if any(i.prefix for i in instances) else ""
@@ -398,7 +404,7 @@ def loadgen_cost(
             f"measured: lab.js, {vus} VUs on gin /hello{several}{written}{inside} ({how})",
             vus,
             pct / 100.0 / rps * 1e6,
-            paced_pct / 100.0 / paced_rps * 1e6,
+            paced_us,
             paced_rps,
         )
     except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:

@@ -136,6 +136,51 @@ def test_a_hung_instance_is_named_and_all_are_stopped(tmp_path: Path) -> None:
     assert done.wait(timeout=10) == (0, 0)
 
 
+def test_k6_is_measured_paced_after_its_top_rate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """k6 on gin's /hello, then on its /sync?ms=100 (waiting for its answers) at the same VUs:
+    its CPU per request at either rate, the paced run in files of its own. A paced run that
+    fails leaves the top rate's measurement (k6 then costs that at every rate)."""
+    from lab.matrix import Cell
+    from lab.run import calibrate
+
+    class Server:
+        url = "http://127.0.0.1:9"
+
+        def start(self, timeout: float) -> Server:
+            return self
+
+        def stop(self) -> None:
+            return None
+
+    readings: list[tuple[Cell, list[loadgen.Instance], float]] = []
+    paced_fails = False
+
+    def reading(cell: Cell, url: str, instances: list[loadgen.Instance], interval: float) -> Any:
+        readings.append((cell, instances, interval))
+        if cell.endpoint == "hello":
+            return 5000.0, 90.0  # k6 bound: its CPU over its top rate, 200 µs
+        if paced_fails:
+            raise calibrate.CalibrationError("k6 measured nothing on /sync")
+        return 490.0, 14.7  # 300 µs a request
+
+    monkeypatch.delenv("LAB_K6_US", raising=False)
+    monkeypatch.setattr(calibrate.server, "target_server", lambda *a, **k: Server())
+    monkeypatch.setattr(calibrate, "_k6_reading", reading)
+    cost = calibrate.loadgen_cost([1], [0], tmp_path, 50)
+    assert cost.us_per_request == pytest.approx(200.0)
+    assert (cost.paced_us, cost.paced_rps) == (pytest.approx(300.0), 490.0)
+    (_, top_k6, _), (paced, paced_k6, interval) = readings
+    assert (paced.endpoint, paced.params, paced.vus) == ("sync", (("ms", 100),), 50)
+    assert paced_k6[0].summary != top_k6[0].summary and paced_k6[0].log != top_k6[0].log
+    assert interval >= 0.5  # a k6 busy 15 %: more than a tick or two of 10 ms an interval
+    paced_fails = True
+    kept = calibrate.loadgen_cost([1], [0], tmp_path, 50)
+    assert kept.source.startswith("measured") and kept.us_per_request == pytest.approx(200.0)
+    assert (kept.paced_us, kept.paced_rps) == (None, None)
+
+
 def test_k6_cost_is_measured_as_the_cells_k6_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
