@@ -136,6 +136,18 @@ def test_a_hung_instance_is_named_and_all_are_stopped(tmp_path: Path) -> None:
     assert done.wait(timeout=10) == (0, 0)
 
 
+class StubServer:
+    """gin for k6's measurement, never started."""
+
+    url = "http://127.0.0.1:9"
+
+    def start(self, timeout: float) -> StubServer:
+        return self
+
+    def stop(self) -> None:
+        return None
+
+
 def test_k6_is_measured_paced_after_its_top_rate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -144,15 +156,6 @@ def test_k6_is_measured_paced_after_its_top_rate(
     fails leaves the top rate's measurement (k6 then costs that at every rate)."""
     from lab.matrix import Cell
     from lab.run import calibrate
-
-    class Server:
-        url = "http://127.0.0.1:9"
-
-        def start(self, timeout: float) -> Server:
-            return self
-
-        def stop(self) -> None:
-            return None
 
     readings: list[tuple[Cell, list[loadgen.Instance], float]] = []
     paced_fails = False
@@ -166,7 +169,7 @@ def test_k6_is_measured_paced_after_its_top_rate(
         return 490.0, 14.7  # 300 µs a request
 
     monkeypatch.delenv("LAB_K6_US", raising=False)
-    monkeypatch.setattr(calibrate.server, "target_server", lambda *a, **k: Server())
+    monkeypatch.setattr(calibrate.server, "target_server", lambda *a, **k: StubServer())
     monkeypatch.setattr(calibrate, "_k6_reading", reading)
     cost = calibrate.loadgen_cost([1], [0], tmp_path, 50)
     assert cost.us_per_request == pytest.approx(200.0)
@@ -190,15 +193,6 @@ def test_k6_cost_is_measured_as_the_cells_k6_runs(
     address (and says so); a plain run measures one k6 on loopback."""
     from lab.run import calibrate, segments
 
-    class Server:
-        url = "http://127.0.0.1:9"
-
-        def start(self, timeout: float) -> Server:
-            return self
-
-        def stop(self) -> None:
-            return None
-
     groups: list[list[loadgen.Instance]] = []
     hosts: list[object] = []
 
@@ -206,9 +200,9 @@ def test_k6_cost_is_measured_as_the_cells_k6_runs(
         groups.append(instances)
         raise OSError("no k6 here")
 
-    def target_server(*args: object, **kwargs: object) -> Server:
+    def target_server(*args: object, **kwargs: object) -> StubServer:
         hosts.append(kwargs["host"])
-        return Server()
+        return StubServer()
 
     monkeypatch.delenv("LAB_K6_US", raising=False)
     monkeypatch.setattr(calibrate.server, "target_server", target_server)
