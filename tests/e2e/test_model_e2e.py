@@ -35,9 +35,9 @@ def bench(
     tmp_path: Path, *args: str, measure_k6: bool = False, env: dict[str, str] | None = None
 ) -> CellResult:
     out = tmp_path / "out"
-    env = {**ENV, **(env or {})} if measure_k6 else {**ENV, **(env or {}), "LAB_K6_US": K6_US}
-    if measure_k6:
-        env.pop("LAB_K6_US", None)
+    env = {**ENV, **(env or {}), "LAB_K6_US": K6_US}
+    if measure_k6:  # the runner measures k6 itself
+        del env["LAB_K6_US"]
     done = subprocess.run(
         [sys.executable, "-m", "lab", "bench", *args, "--duration", "2s", "--out", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
