@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -91,10 +92,19 @@ def get_json(url: str, timeout: float = 5.0) -> tuple[int, Any]:
 
 
 _built: set[tuple[str, ...]] = set()
+# Held through a build: servers started from several threads at once (the conformance suite's
+# batches) must neither build the same target twice at once nor start one mid-build (the JVM
+# targets' jar half written: "Could not find or load main class").
+_building = threading.Lock()
 
 
 def run_build(command: tuple[str, ...], cwd: Path) -> None:
     """Run a build step once per process (go build is incremental, but not free)."""
+    with _building:
+        _run_build(command, cwd)
+
+
+def _run_build(command: tuple[str, ...], cwd: Path) -> None:
     if not command or command in _built:
         return
     try:

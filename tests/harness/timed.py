@@ -21,6 +21,7 @@ CONTRACT = load()
 WAITING = [e for e in CONTRACT.bench_endpoints() if e.kind in ("sleep", "upstream")]
 DB_TIMED = [CONTRACT["db"], CONTRACT["db-blocking"]]
 MAX_PROBE = 100  # requests in one batch on a 2-CPU test machine
+# Six at once gained 46 s of 205, but a cold JVM beside five others missed its /db rounds twice.
 PROFILES_AT_ONCE = 3
 REFUSAL = "refusal"  # the result's key of the loaded-refusal check
 # The tests whose results are timed here, and what each needs.
