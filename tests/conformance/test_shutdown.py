@@ -9,10 +9,10 @@
   does).
 
 Either way, with a 10 s /sync in flight, every process exits within 5 s of SIGTERM and
-leaves no port behind. The checks mostly wait, so three profiles run at once (six servers,
-started one per CPU at a time: harness.targets.STARTING; the slowest stop measured 4.4 s): the
-selected cases are checked in one module fixture and each test reads its case's result. Six
-at once gained 10 s of 150: the servers' starts are CPU work, the floor on two CPUs."""
+leaves no port behind. The checks mostly wait, so three profiles run at once (six servers;
+the slowest stop measured 4.4 s): the selected cases are checked in one module fixture and
+each test reads its case's result. Six at once gained 10 s of 150: the servers' starts are
+CPU work, the floor on two CPUs."""
 
 from __future__ import annotations
 

@@ -3,8 +3,6 @@ free port."""
 
 from __future__ import annotations
 
-import os
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,23 +12,17 @@ from lab.targets import Target, discover
 TARGETS = discover()
 CASES = [(t, p) for t in TARGETS for p in t.profiles]
 CASE_IDS = [f"{t.name}-{p}" for t, p in CASES]
-# A start is CPU work (a JVM's 4 s of it here), the checks after it mostly wait: the batches
-# that check several cases at once (timed.py, test_shutdown.py) start one server per CPU at a
-# time, so that a batch of JVMs does not starve each other past their 30 s to answer.
-STARTING = threading.BoundedSemaphore(os.cpu_count() or 1)
 
 
 def start_target(
     target: Target, profile: str, upstream_url: str, **env: str
 ) -> server.ServerProcess:
     """Start a target on a free port. Another process on this shared machine may take the
-    port between the pick and the bind: then try the next free port (twice at most). At most
-    STARTING servers start at once."""
+    port between the pick and the bind: then try the next free port (twice at most)."""
     for attempt in range(3):
         proc = server.target_server(target, profile, upstream_url=upstream_url, env=env)
         try:
-            with STARTING:
-                return proc.start()
+            return proc.start()
         except server.ServerError as exc:
             if "already in use" not in str(exc) or attempt == 2:
                 raise
