@@ -132,12 +132,14 @@ def served(
 def timed(
     request: pytest.FixtureRequest, upstream: server.ServerProcess, database: Database
 ) -> Timed:
-    """The claims that mostly wait, of every selected case, checked several cases at a time
-    on servers of their own (harness/timed.py); each test reads its case's result."""
+    """The claims that mostly wait and the stop under load, of every selected case, checked
+    several cases at a time on servers of their own (harness/timed.py); each test reads its
+    case's result. A case is a test's `served`, or its `target` and `profile`."""
     wanted: dict[tuple[str, str], tuple[Any, str, set[str]]] = {}
     for item in request.session.items:
         check = CHECKS.get(getattr(item, "originalname", ""))
-        case = check and getattr(item, "callspec", None) and item.callspec.params.get("served")
+        params = check and getattr(item, "callspec", None) and item.callspec.params
+        case = params and (params.get("served") or (params["target"], params["profile"]))
         if case:
             target, profile = case
             wanted.setdefault((target.name, profile), (target, profile, set()))[2].add(check)

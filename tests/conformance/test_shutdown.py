@@ -1,31 +1,32 @@
-"""Every target x profile with WORKERS=2, started twice, and stopped under load.
+"""Every target x profile with WORKERS=2 and no database (DATABASE_URL empty), stopped under
+load:
 
-- The first server has the database (each worker's pools are open when it stops, as in a
-  run): /info's workers are the processes that answer, and each capacity follows CONTRACT.md's
-  formula with W = 2 (worker-bound claims scale, unbounded ones stay unbounded); then SIGTERM
-  to the top process (what the runner does).
-- The second has no database (DATABASE_URL empty): /db answers 503 naming it, at once, and
-  the server serves on; then SIGTERM to the whole process group (what Ctrl-C of `just serve`
-  does).
+- /info's workers are the processes that answer, and each capacity follows CONTRACT.md's
+  formula with W = 2 (worker-bound claims scale, unbounded ones stay unbounded);
+- /db answers 503 naming the database, at once, and the server serves on;
+- SIGTERM to the whole process group (what Ctrl-C of `just serve` does) with a 10 s /sync in
+  flight: every process exits within 5 s and leaves no port behind.
 
-Either way, with a 10 s /sync in flight, every process exits within 5 s of SIGTERM and
-leaves no port behind. The checks mostly wait, so three profiles run at once (six servers;
-the slowest stop measured 4.4 s): the selected cases are checked in one module fixture and
-each test reads its case's result. Six at once gained 10 s of 150: the servers' starts are
-CPU work, the floor on two CPUs."""
+The stop as the runner does it (SIGTERM to the top process, the database pools open) is the
+last of the timed claims (harness/timed.py), on their WORKERS=1 server: one server a case here,
+not a second one. The checks mostly wait, so PROFILES_AT_ONCE profiles run at once (the
+slowest stop measured 4.4 s): the selected cases are checked in one module fixture and each
+test reads its case's result. More at once gains little: the servers' starts are CPU work,
+the floor on two CPUs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from harness.claims import process_problem, stop_under_load_problem
 from harness.support import get
 from harness.targets import CASE_IDS, CASES, start_target
+from harness.timed import STOP, Timed
 
 from lab.contract import load
 from lab.proc import server
-from lab.proc.database import Database
 from lab.targets import Target
 from lab.tools import docs
 
@@ -68,26 +69,20 @@ def no_database_problem(proc: server.ServerProcess) -> str | None:
     return None
 
 
-def check(target: Target, profile: str, upstream_url: str, db_url: str) -> Problems:
-    def one(group: bool) -> Problems:
-        proc = start_target(
-            target, profile, upstream_url, WORKERS="2", DATABASE_URL="" if group else db_url
-        )
-        name, first = ("no-database", no_database_problem) if group else ("workers", None)
+def check(target: Target, profile: str, upstream_url: str) -> Problems:
+    proc = start_target(target, profile, upstream_url, WORKERS="2", DATABASE_URL="")
+    checks: dict[str, Callable[[], str | None]] = {
+        "workers": lambda: workers_problem(proc, target, profile),
+        "no-database": lambda: no_database_problem(proc),
+    }
+    found: Problems = {}
+    for name, problem in checks.items():
         try:
-            found = first(proc) if first else workers_problem(proc, target, profile)
+            found[name] = problem()
         except Exception as exc:  # the server is stopped below all the same
-            found = f"{type(exc).__name__}: {exc}"
-        stop = stop_under_load_problem(proc, group=group)  # stops it, whatever happened
-        where = f" (log {proc.log_path})"
-        return {
-            name: found and found + where,
-            f"stop-{'group' if group else 'top'}": stop and stop + where,
-        }
-
-    with ThreadPoolExecutor(2) as pool:
-        top, group = pool.map(one, [False, True])
-    return {**top, **group}
+            found[name] = f"{type(exc).__name__}: {exc}"
+    found["stop-group"] = stop_under_load_problem(proc, group=True)  # stops it, whatever happened
+    return {name: p and f"{p} (log {proc.log_path})" for name, p in found.items()}
 
 
 CHECKED = ("test_workers_two", "test_no_database_is_503_at_once", "test_stop_under_load")
@@ -95,7 +90,7 @@ CHECKED = ("test_workers_two", "test_no_database_is_503_at_once", "test_stop_und
 
 @pytest.fixture(scope="module")
 def checked(
-    request: pytest.FixtureRequest, upstream: server.ServerProcess, database: Database
+    request: pytest.FixtureRequest, upstream: server.ServerProcess
 ) -> dict[tuple[str, str], Problems]:
     """The problems of every selected case, PROFILES_AT_ONCE profiles at a time."""
     wanted = {
@@ -109,7 +104,7 @@ def checked(
 
     def run(case: tuple[Target, str]) -> tuple[tuple[str, str], Problems]:
         target, profile = case
-        return (target.name, profile), check(target, profile, upstream.url, database.url)
+        return (target.name, profile), check(target, profile, upstream.url)
 
     with ThreadPoolExecutor(PROFILES_AT_ONCE) as pool:
         return dict(pool.map(run, wanted))
@@ -133,8 +128,8 @@ def test_no_database_is_503_at_once(
 
 @pytest.mark.parametrize(("target", "profile"), CASES, ids=CASE_IDS)
 def test_stop_under_load(
-    target: Target, profile: str, checked: dict[tuple[str, str], Problems]
+    target: Target, profile: str, checked: dict[tuple[str, str], Problems], timed: Timed
 ) -> None:
-    found = checked[(target.name, profile)]
-    problems = [p for p in (found["stop-top"], found["stop-group"]) if p]
+    case = (target.name, profile)
+    problems = [p for p in (timed[case][STOP], checked[case]["stop-group"]) if p]
     assert not problems, "\n".join(problems)
