@@ -7,13 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness.targets import CASE_IDS, CASES, Served, start_target
+from harness.targets import CASE_IDS, CASES, NextServer, Served, start_target
 from harness.timed import CHECKS, Timed, check_all
 
 from lab.contract import Contract, load
 from lab.proc import server
 from lab.proc.database import Database
 from lab.proc.probe import get
+from lab.targets import Target
 
 # Every test has one kind: its module's `pytestmark`, or a mark on the test itself (closest
 # wins), and lives in that kind's folder. `pytest --kind unit|conformance|e2e` runs one kind
@@ -110,15 +111,25 @@ def database() -> Iterator[Database]:
     assert report.clean, f"postgres left {report.leftover} (port free: {report.port_free})"
 
 
+@pytest.fixture(scope="session")
+def next_server(upstream: server.ServerProcess, database: Database) -> Iterator[NextServer]:
+    """Starts `served`'s servers, each case's while the case before it ends (NEXT_SERVER_AT)."""
+
+    def start(target: Target, profile: str) -> server.ServerProcess:
+        return start_target(target, profile, upstream.url, WORKERS="1", DATABASE_URL=database.url)
+
+    starter = NextServer(start)
+    yield starter
+    starter.stop_all()
+
+
 @pytest.fixture(scope="session", params=CASES, ids=CASE_IDS)
-def served(
-    request: pytest.FixtureRequest, upstream: server.ServerProcess, database: Database
-) -> Iterator[Served]:
+def served(request: pytest.FixtureRequest, next_server: NextServer) -> Iterator[Served]:
     """One server per target x profile for the whole session: pytest runs every test of one
     case before it starts the next. WORKERS=1, so that a batch of concurrent requests cannot
     be split unevenly between worker processes by the kernel."""
     target, profile = request.param
-    proc = start_target(target, profile, upstream.url, WORKERS="1", DATABASE_URL=database.url)
+    proc = next_server.take(target, profile)
     info = get(proc.url, "/info").body
     yield Served(target, profile, proc, info)
     report = proc.stop()
@@ -126,6 +137,40 @@ def served(
         f"SIGTERM left {report.leftover} (port free: {report.port_free}); log {proc.log_path}"
     )
     assert report.seconds < server.STOP_GRACE_S, f"log {proc.log_path}"
+
+
+# The module whose tests check a case's answers, not timings (its loaded refusal is timed
+# with the other claims, harness/timed.py): when a case's first test of it runs, the next
+# case's server starts, so that its start overlaps them rather than adding to the run.
+NEXT_SERVER_AT = "test_strict_contract.py"
+CASE_ORDER = pytest.StashKey[list[tuple[Target, str]]]()  # the served cases in the run's order
+
+
+def served_case(item: pytest.Item) -> tuple[Target, str] | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("served") if callspec else None
+
+
+def pytest_runtest_call(item: pytest.Item) -> None:
+    case = served_case(item)
+    starter = getattr(item, "funcargs", {}).get("next_server")
+    if case is None or item.path.name != NEXT_SERVER_AT or not isinstance(starter, NextServer):
+        return
+    upcoming = following_case(item.session, case)
+    if upcoming is not None:
+        starter.start(*upcoming)
+
+
+def following_case(session: pytest.Session, case: tuple[Target, str]) -> tuple[Target, str] | None:
+    """The case whose tests come after `case`'s in the session's order, if any."""
+    order = session.stash.setdefault(CASE_ORDER, [])
+    if not order:
+        for item in session.items:
+            found = served_case(item)
+            if found is not None and (not order or order[-1] != found):
+                order.append(found)
+    at = order.index(case)
+    return order[at + 1] if at + 1 < len(order) else None
 
 
 @pytest.fixture(scope="session")

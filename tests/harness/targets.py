@@ -3,6 +3,9 @@ free port."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,3 +44,34 @@ class Served:
     @property
     def url(self) -> str:
         return self.proc.url
+
+
+Case = tuple[str, str]  # (target's name, profile)
+
+
+class NextServer:
+    """The next case's server, started in the background while the current case's last tests
+    run: those that check answers, not timings (the strict tables, schemathesis). A start is
+    0.5-4.5 s of CPU that the suite otherwise waits for 31 times. `take` hands it over (or
+    raises what its start raised); `stop_all` stops any never taken (a run cut short)."""
+
+    def __init__(self, start: Callable[[Target, str], server.ServerProcess]) -> None:
+        self._start = start  # starts one case's server, as `served` does
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="next-server")
+        self._started: dict[Case, Future[server.ServerProcess]] = {}
+
+    def start(self, target: Target, profile: str) -> None:
+        if (target.name, profile) not in self._started:
+            self._started[(target.name, profile)] = self._pool.submit(self._start, target, profile)
+
+    def take(self, target: Target, profile: str) -> server.ServerProcess:
+        """The case's server: the one started ahead, or one started now."""
+        started = self._started.pop((target.name, profile), None)
+        return started.result() if started else self._start(target, profile)
+
+    def stop_all(self) -> None:
+        for started in self._started.values():
+            with contextlib.suppress(server.ServerError):  # never ran: its log says why
+                started.result().stop()
+        self._started.clear()
+        self._pool.shutdown()

@@ -555,7 +555,7 @@ def test_bound_text_says_how_long_a_jit_warmed_up() -> None:
     )
 
 
-def test_shared_explanations_are_said_once_under_the_table(tmp_path: Path) -> None:
+def test_shared_explanations_are_said_once_under_the_table(tmp_path: Path, page: str) -> None:
     """A run of many flooded JVM cells: each row says its numbers in one line and links to the
     flood's and the warm-up's note, which the page says once."""
     run = tmp_path / "run"
@@ -572,21 +572,21 @@ def test_shared_explanations_are_said_once_under_the_table(tmp_path: Path) -> No
         rows.append([*cells.values(), "6.1", "1000", "true"])
     with (run / "results.csv").open("w", newline="") as f:
         csv.writer(f, lineterminator="\n").writerows([head + extra, *rows])
-    page = report.build(run).read_text()
-    (table,) = tables(page, "headline")
+    flood = report.build(run).read_text()
+    (table,) = tables(flood, "headline")
     bounds = [r["bound"] for r in records(table) if r["verdict"] != "error"]
     flooded = [b for b in bounds if "flood" in b]
     assert len(flooded) >= 4
     for b in bounds:
         assert len(b) <= 150, b  # one line, not a paragraph (the flood's was 330 characters)
     assert flooded[0].endswith("flood: 10× its slots, waits 1.0 s · JIT warm-up 6.1 s, steady")
-    section = page[page.index('<section id="headline">') : page.index('<section id="throughput">')]
+    at, end = flood.index('<section id="headline">'), flood.index('<section id="throughput">')
+    section = flood[at:end]
     assert section.count("Little&#39;s law") == 1 and section.count('id="note-flood"') == 1
     assert section.count('id="note-jit"') == 1
     assert section.count('<a href="#note-flood">') == len(flooded)
     # the fixture itself floods nothing and warms no JIT: no notes
-    plain = report.build(shutil.copytree(FIXTURE, tmp_path / "plain")).read_text()
-    assert 'id="note-' not in plain and 'href="#note-' not in plain
+    assert 'id="note-' not in page and 'href="#note-' not in page
 
 
 # --- the database (issue 20) ----------------------------------------------------------------
