@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness.targets import CASE_IDS, CASES, NextServer, Served, start_target
+from harness.targets import CASE_IDS, CASES, NextServer, Served, start_served
 from harness.timed import CHECKS, Timed, check_all
 
 from lab.contract import Contract, load
@@ -116,7 +116,7 @@ def next_server(upstream: server.ServerProcess, database: Database) -> Iterator[
     """Starts `served`'s servers, each case's while the case before it ends (NEXT_SERVER_AT)."""
 
     def start(target: Target, profile: str) -> server.ServerProcess:
-        return start_target(target, profile, upstream.url, WORKERS="1", DATABASE_URL=database.url)
+        return start_served(target, profile, upstream.url, database.url)
 
     starter = NextServer(start)
     yield starter
@@ -125,9 +125,8 @@ def next_server(upstream: server.ServerProcess, database: Database) -> Iterator[
 
 @pytest.fixture(scope="session", params=CASES, ids=CASE_IDS)
 def served(request: pytest.FixtureRequest, next_server: NextServer) -> Iterator[Served]:
-    """One server per target x profile for the whole session: pytest runs every test of one
-    case before it starts the next. WORKERS=1, so that a batch of concurrent requests cannot
-    be split unevenly between worker processes by the kernel."""
+    """One server per target x profile for the whole session (harness.targets.start_served):
+    pytest runs every test of one case before it starts the next."""
     target, profile = request.param
     proc = next_server.take(target, profile)
     info = get(proc.url, "/info").body

@@ -32,6 +32,15 @@ def start_target(
     raise AssertionError("unreachable")
 
 
+def start_served(
+    target: Target, profile: str, upstream_url: str, database_url: str
+) -> server.ServerProcess:
+    """A case's server as the suite serves it (`served`, and the timed claims' own): WORKERS=1,
+    so that a batch of concurrent requests cannot be split unevenly between worker processes
+    by the kernel, and the session's database."""
+    return start_target(target, profile, upstream_url, WORKERS="1", DATABASE_URL=database_url)
+
+
 @dataclass
 class Served:
     """A running target x profile with WORKERS=1, and its /info as it started."""

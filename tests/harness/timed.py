@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from harness import strict
 from harness.claims import capacity_problems, db_claim_problem, stop_under_load_problem
 from harness.support import get
-from harness.targets import start_target
+from harness.targets import start_served
 from lab.contract import load
 from lab.proc.database import Database
 from lab.targets import Target
@@ -46,7 +46,7 @@ def checkable(capacity: int | None) -> bool:
 def case_problems(
     target: Target, profile: str, upstream_url: str, db: Database, checks: set[str]
 ) -> Problems:
-    proc = start_target(target, profile, upstream_url, WORKERS="1", DATABASE_URL=db.url)
+    proc = start_served(target, profile, upstream_url, db.url)
     found: Problems = {}
     try:
         info = get(proc.url, "/info").body
