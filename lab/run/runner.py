@@ -35,18 +35,23 @@ from lab.run.progress import Progress, clock
 from lab.rundir import RunDir
 from lab.targets import discover, find
 
-# What a cell costs beyond its load, by its server's language (measured: the quick run
-# 20261125-015021, a cell's wall time less its k6 run): the start to /health (Go 0.05 s,
-# Node 0.3, Python 1.0, the next cell's beside this one's stop), the warm-up, the
-# calibration (0.5 or 1.5 s of requests, or 1 s of the server's CPU), the timeline's batch,
-# k6's start and summary (0.25 s at 50 VUs) and the stop (Python 0.2-0.6 s; a loop that
-# /blocking or /cpu saturated first answers its queue, 2-4 s).
-# Java: run 20261125-031420 measured 10.9 s with its JIT's warm-up capped at 6 s; quick's cap
-# is 4 s now, 2 s less on the 4 of 12 JVM cells that warm up (/hello, /cpu).
-OVERHEAD_S = {"go": 1.3, "node": 1.9, "python": 3.0, "java": 10.2}
-# A language not measured yet: Python's, plus a JVM's start on one CPU (Spring Boot's 3-6 s)
-# and a longer warm-up for its JIT (7.5 s in all); its own figure replaces it once measured.
-OVERHEAD_UNMEASURED_S = 10.5
+# What a cell costs beyond its load, by its server's language: a target's wall time in the
+# quick runs 20261127-221447, 20261128-041550 and 20261128-071233 (from its first cell's start
+# to the next target's) less its cells' k6 runs, per cell (the median of the three; Go 1.3-1.6,
+# Node 3.5-4.4, Python 4.6-6.0, Java 11.9-12.9), k6's reference run (LOADGEN_COST_S) and the
+# JVM's Maven build (now skipped: jvm/build) taken out. It holds the start to /health (Go
+# 0.05 s, Node 0.3-0.5, Python 0.7-1.8, Spring Boot 7-10 on one CPU; the next cell's begins
+# beside this one's stop), a JIT's warm-up (quick's cap: 4 s), the calibration (0.5 s of
+# requests, or 1.5 s where the CPU per request matters: 0.8-1.7 s; Python's /cpu 4.8 s),
+# the timeline's batch, k6's start and summary (0.4-0.5 s) and the stop (Python 0.2-0.8 s;
+# a loop that /blocking or /cpu saturated first answers its queue, 1.4-5.1 s).
+OVERHEAD_S = {"go": 1.4, "node": 3.6, "python": 4.6, "java": 12.3}
+# k6's own cost per request, measured once per run at each VU count (lab.run.calibrate:
+# its reference run of 2 s, its paced run of 3 s and their starts): 7.8 s.
+LOADGEN_COST_S = 8.0
+# A language not measured yet: the costliest measured (a JVM's start and its JIT's warm-up);
+# its own figure replaces it once measured.
+OVERHEAD_UNMEASURED_S = max(OVERHEAD_S.values())
 TIMELINE_KINDS = ("sleep", "cpu")
 # Kinds whose rate is their CPU per request: always the calibration's whole window.
 CPU_KINDS = ("cpu", "none")
@@ -128,8 +133,9 @@ PROBE_SERVER_MAX = 0.05
 
 
 def estimate_s(cells: list[Cell], languages: dict[str, str] | None = None) -> float:
-    """How long the cells should take: each one's load and its language's overhead, and the
-    host's stability check before them and its probes between them.
+    """How long the cells should take: each one's load and its language's overhead, the
+    host's stability check before them and its probes between them, and k6's own cost
+    measured once at each of their VU counts.
     languages: target -> language (default: the discovered targets')."""
     if languages is None:
         languages = {t.name: t.language for t in discover()}
@@ -138,7 +144,8 @@ def estimate_s(cells: list[Cell], languages: dict[str, str] | None = None) -> fl
         return 0.0
     probes = min(len(cells) - 1, int(cells_s / stability.PROBE_EVERY_S))
     check_s = stability.check_seconds() + cpuspeed.START_DELAY_S
-    return cells_s + check_s + probes * PROBE_COST_S
+    loadgen_s = LOADGEN_COST_S * len({c.vus for c in cells})
+    return cells_s + check_s + loadgen_s + probes * PROBE_COST_S
 
 
 def _one_line(text: str, limit: int = 600) -> str:

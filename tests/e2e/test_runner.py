@@ -34,7 +34,7 @@ from lab.matrix import Cell
 from lab.proc import cpuspeed, server
 from lab.record import CellResult, RunMeta
 from lab.run import loadgen
-from lab.run.runner import OVERHEAD_S, cpu_split, estimate_s
+from lab.run.runner import LOADGEN_COST_S, OVERHEAD_S, cpu_split, estimate_s
 from lab.rundir import RunDir
 from lab.targets import discover
 
@@ -264,9 +264,11 @@ def test_cpu_split(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_estimate_and_done_cells(tmp_path: Path) -> None:
     cells = [Cell("gin", "release", "sync", (("ms", 1),), 1, None, "2s", r) for r in (1, 2, 3)]
-    # the cells, and the host's stability check before them (no probe: too short a run)
+    # the cells, the host's stability check before them (no probe: too short a run)
     check = stability.check_seconds() + cpuspeed.START_DELAY_S
-    assert estimate_s(cells) == pytest.approx(3 * 2.0 + 3 * OVERHEAD_S["go"] + check)
+    assert estimate_s(cells) == pytest.approx(
+        3 * 2.0 + 3 * OVERHEAD_S["go"] + check + LOADGEN_COST_S
+    )
     run = RunDir.create(tmp_path)
     run.write_meta(RunMeta(cells=[c.to_json() for c in cells]))
     run.append(CellResult(cell=cells[1].id, status="ok"))
