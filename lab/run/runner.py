@@ -39,13 +39,15 @@ from lab.targets import discover, find
 # quick runs 20261127-221447, 20261128-041550 and 20261128-071233 (from its first cell's start
 # to the next target's) less its cells' k6 runs, per cell (the median of the three; Go 1.3-1.6,
 # Node 3.5-4.4, Python 4.6-6.0, Java 11.9-12.9), k6's reference run (LOADGEN_COST_S) and the
-# JVM's Maven build (now skipped: jvm/build) taken out. It holds the start to /health (Go
-# 0.05 s, Node 0.3-0.5, Python 0.7-1.8, Spring Boot 7-10 on one CPU; the next cell's begins
-# beside this one's stop), a JIT's warm-up (quick's cap: 4 s), the calibration (0.5 s of
-# requests, or 1.5 s where the CPU per request matters: 0.8-1.7 s; Python's /cpu 4.8 s),
+# JVM's Maven build (now skipped: jvm/build) taken out; Java's from run 20261128-092110, the
+# first with Spring's class-data archive (11.0; Go 1.6, Node 3.9, Python 4.7 there). It holds
+# the start to /health (Go 0.05 s, Node 0.3-0.5, Python 0.7-1.8, Spring Boot 5 on one CPU
+# from its archive, 7-10 before; the next cell's begins beside this one's stop), a JIT's
+# warm-up (quick's cap: 4 s), the calibration (0.5 s of requests, or 1.5 s where the CPU
+# per request matters: 0.8-1.7 s; Python's /cpu 4.8 s),
 # the timeline's batch, k6's start and summary (0.4-0.5 s) and the stop (Python 0.2-0.8 s;
 # a loop that /blocking or /cpu saturated first answers its queue, 1.4-5.1 s).
-OVERHEAD_S = {"go": 1.4, "node": 3.6, "python": 4.6, "java": 12.3}
+OVERHEAD_S = {"go": 1.4, "node": 3.6, "python": 4.6, "java": 11.0}
 # k6's own cost per request, measured once per run at each VU count (lab.run.calibrate:
 # its reference run of 2 s, its paced run of 3 s and their starts): 7.8 s.
 LOADGEN_COST_S = 8.0
