@@ -44,9 +44,9 @@ from lab.targets import discover, find
 # the start to /health (Go 0.05 s, Node 0.3-0.5, Python 0.7-1.8, Spring Boot 5 on one CPU
 # from its archive, 7-10 before; the next cell's begins beside this one's stop), a JIT's
 # warm-up (quick's cap: 4 s), the calibration (0.5 s of requests, or 1.5 s where the CPU
-# per request matters: 0.8-1.7 s; Python's /cpu 4.8 s),
-# the timeline's batch, k6's start and summary (0.4-0.5 s) and the stop (Python 0.2-0.8 s;
-# a loop that /blocking or /cpu saturated first answers its queue, 1.4-5.1 s).
+# per request matters: 0.8-1.7 s; Python's /cpu 4.8 s), the timeline's batch, k6's start and
+# summary (0.4-0.5 s) and the stop (Python 0.2-0.8 s; a loop that /blocking or /cpu
+# saturated first answers its queue, 1.4-5.1 s).
 OVERHEAD_S = {"go": 1.4, "node": 3.6, "python": 4.6, "java": 11.0}
 # k6's own cost per request, measured once per run at each VU count (lab.run.calibrate:
 # its reference run of 2 s, its paced run of 3 s and their starts): 7.8 s.
