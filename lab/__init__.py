@@ -1,8 +1,9 @@
 """The concurrency lab's runner, one layer a package (`ls lab/*/` shows the structure):
 
     lab/            the vocabulary every layer shares: contract (endpoints, bounds), targets
-                    (manifests), matrix (cells), model (the capacity model and its verdict),
-                    record (a run's two records: a result row, run.json), rundir (a run's
+                    (manifests), capacities (CONTRACT.md's formulas), matrix (cells),
+                    model (the capacity model and its verdict), record (a run's two
+                    records: a result row, run.json), rundir (a run's
                     folder: its one owner, which creates, resumes, appends to, finishes and
                     reads it), interpreters (Python environments), errors (a user mistake),
                     arguments (add_command and the options' value types); cli.py dispatches

@@ -20,6 +20,7 @@ from typing import Any
 
 from lab import ROOT
 from lab.arguments import add_command
+from lab.capacities import without_notes
 from lab.targets import Target, discover
 
 README = ROOT / "README.md"
@@ -86,104 +87,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--check", action="store_true", help="compare only; do not write")
 
 
-# --- CONTRACT.md's capacity tables, checked against every server's /info --------------------
-
-CONTRACT = ROOT / "CONTRACT.md"
-TABLE_HEAD = "| target / profile |"
-# A formula's letters and where /info has them: D is the database pool per worker, C the JVM's
-# virtual-thread carriers (a virtual thread pinned by a native call holds one), B the threads of
-# Reactor's bounded elastic scheduler (WebFlux's home for a blocking call off the event loop).
-_VARIABLES = {
-    "W": ("workers",),
-    "T": ("threads",),
-    "E": ("executor_threads",),
-    "P": ("pool_processes",),
-    "D": ("database", "pool"),
-    "C": ("carriers",),
-    "B": ("bounded_elastic_threads",),
-}
-_TERM = r"(?:[WTEPDCB]|min\([WTEPDCB], [WTEPDCB]\))"
-_FORMULA = re.compile(rf"{_TERM}(?:·{_TERM})*")
-
-
-def _without_notes(text: str) -> str:
-    """'W·T (anyio, 40)' -> 'W·T'; a note is a parenthesis after a space (`min(T, P)` and
-    `upstream(-seq)` stay), nested parentheses included."""
-    out, depth = [], 0
-    for i, ch in enumerate(text):
-        if depth == 0 and ch == "(" and text[i - 1 : i] == " ":
-            depth = 1
-        elif depth:
-            depth += {"(": 1, ")": -1}.get(ch, 0)
-        else:
-            out.append(ch)
-    return "".join(out).strip()
-
-
-def capacity_table(path: Path = CONTRACT) -> dict[tuple[str, str], dict[str, str | None]]:
-    """{(target, profile): {endpoint: formula or None}} from CONTRACT.md's capacity tables
-    (every table whose header starts with '| target / profile |': the sleeps' and CPU's, the
-    database's), merged; `min(T, P)` is kept, other parenthesised notes are dropped."""
-    lines = path.read_text().splitlines()
-    table: dict[tuple[str, str], dict[str, str | None]] = {}
-    starts = [i for i, line in enumerate(lines) if line.startswith(TABLE_HEAD)]
-    if not starts:
-        raise ValueError(f"{path.name} has no capacity table (a header {TABLE_HEAD!r})")
-    for start in starts:
-        for case, formulas in _read_table(lines, start).items():
-            table.setdefault(case, {}).update(formulas)
-    return table
-
-
-def _read_table(lines: list[str], start: int) -> dict[tuple[str, str], dict[str, str | None]]:
-    columns = [c.strip() for c in lines[start].strip("|").split("|")][1:]
-    endpoints = [
-        ["upstream", "upstream-seq"] if c == "upstream(-seq)" else c.split(", ") for c in columns
-    ]
-    table: dict[tuple[str, str], dict[str, str | None]] = {}
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        head, *cells = [c.strip() for c in line.strip("|").split("|")]
-        targets, profiles = (_without_notes(part) for part in head.split(" / ", 1))
-        formulas: dict[str, str | None] = {}
-        for names, cell in zip(endpoints, cells, strict=True):
-            formula = _without_notes(cell)
-            formula = None if formula == "null" else formula.replace("GOMAXPROCS", "P")
-            if formula is not None and not _FORMULA.fullmatch(formula):
-                raise ValueError(f"CONTRACT.md capacity table: cannot read {cell!r} in {head!r}")
-            formulas.update(dict.fromkeys(names, formula))
-        for target in targets.split(","):
-            for profile in profiles.split(","):
-                table[(target.strip(), profile.strip())] = formulas
-    return table
-
-
-def _value(info: dict[str, Any], letter: str) -> int:
-    node: Any = info
-    for key in _VARIABLES[letter]:
-        node = node[key]
-    return int(node)
-
-
-def capacity(formula: str | None, info: dict[str, Any]) -> int | None:
-    """A formula of the tables evaluated with a server's /info (W, T, E, P, and D: the
-    database pool per worker, /info's database.pool)."""
-    if formula is None:
-        return None
-
-    def factor(term: str) -> int:
-        if term.startswith("min("):
-            a, b = term[4:-1].split(", ")
-            return min(_value(info, a), _value(info, b))
-        return _value(info, term)
-
-    result = 1
-    for term in formula.split("·"):
-        result *= factor(term)
-    return result
-
-
 # --- README's database pools table, checked against every server's /info --------------------
 
 POOLS_HEAD = "| target / profile | driver (`/db`, `/db-rows`) |"
@@ -216,7 +119,7 @@ def pools_table(path: Path = README, root: Path = ROOT) -> dict[tuple[str, str],
         head, *cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) != 4:
             raise ValueError(f"{path.name} pools table: {head!r} needs 4 cells, has {len(cells)}")
-        row = PoolRow(*(_without_notes(c) if i else c for i, c in enumerate(cells)))
+        row = PoolRow(*(without_notes(c) if i else c for i, c in enumerate(cells)))
         targets, profiles = head.split(" / ", 1)
         for target in (t.strip() for t in targets.split(",")):
             if target not in manifests:

@@ -11,6 +11,7 @@ from typing import TypeVar
 import pytest
 from harness.targets import Served
 
+from lab import capacities
 from lab.tools import docs
 
 pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
@@ -32,7 +33,7 @@ def row_for(table: dict[tuple[str, str], T], served: Served, where: str) -> T:
 
 
 def test_contract_capacity_table_matches_info(served: Served) -> None:
-    row = row_for(docs.capacity_table(), served, "CONTRACT.md's capacity table")
+    row = row_for(capacities.table(), served, "CONTRACT.md's capacity table")
     info = served.info
     # Two tables make a row (the sleeps' and CPU's, the database's): each needs the profile.
     missing = sorted(set(info["capacity"]) - set(row) - {"hello"})  # /hello: in no table
@@ -41,9 +42,9 @@ def test_contract_capacity_table_matches_info(served: Served) -> None:
         f"for {', '.join(missing)}: add its row to the table that has those columns"
     )
     wrong = {
-        endpoint: (formula, docs.capacity(formula, info), info["capacity"].get(endpoint))
+        endpoint: (formula, capacities.evaluate(formula, info), info["capacity"].get(endpoint))
         for endpoint, formula in row.items()
-        if docs.capacity(formula, info) != info["capacity"].get(endpoint)
+        if capacities.evaluate(formula, info) != info["capacity"].get(endpoint)
     }
     assert not wrong, (
         f"CONTRACT.md's capacity table disagrees with {served.target.name}/{served.profile}'s "

@@ -14,11 +14,11 @@ from harness.support import get
 from harness.targets import TARGETS, Served, start_target
 from harness.timed import Timed
 
+from lab import capacities
 from lab.contract import Contract, Endpoint, load
 from lab.proc import server
 from lab.proc.database import Database
 from lab.targets import Target
-from lab.tools import docs
 
 pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
 
@@ -61,7 +61,7 @@ def test_db_claim(served: Served, endpoint: Endpoint, timed: Timed) -> None:
 def pool_profile(target: Target) -> str:
     """The target's first profile (the default first) whose /db capacity depends on the pool
     (flask's sync workers serve one request each, whatever the pool)."""
-    table = docs.capacity_table()
+    table = capacities.table()
     order = [target.default_profile, *(p for p in target.profiles if p != target.default_profile)]
     return next(p for p in order if "D" in (table[(target.name, p)]["db"] or ""))
 
@@ -94,6 +94,6 @@ def test_db_pool_knob(target: Target, upstream: server.ServerProcess, database: 
     where = f"{target.name}/{profile} with DB_POOL={KNOB_POOL} (log {proc.log_path})"
     assert info["database"]["pool"] == int(KNOB_POOL), (where, info["database"])
     assert info["database"]["pool_source"] == "DB_POOL", (where, info["database"])
-    formula = docs.capacity_table()[(target.name, profile)]["db"]
-    assert info["capacity"]["db"] == docs.capacity(formula, info), (where, formula, info)
+    formula = capacities.table()[(target.name, profile)]["db"]
+    assert info["capacity"]["db"] == capacities.evaluate(formula, info), (where, formula, info)
     assert problem is None, f"{where}: {problem}"

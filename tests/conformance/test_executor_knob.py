@@ -11,15 +11,15 @@ from harness.claims import capacity_problem
 from harness.support import get
 from harness.targets import CASE_IDS, CASES, start_target
 
+from lab import capacities
 from lab.contract import load
 from lab.proc import server
 from lab.targets import Target
-from lab.tools import docs
 
 pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
 
 CONTRACT = load()
-TABLE = docs.capacity_table()
+TABLE = capacities.table()
 MIN_E = [
     (case, name)
     for case, name in zip(CASES, CASE_IDS, strict=True)

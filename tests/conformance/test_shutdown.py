@@ -25,10 +25,10 @@ from harness.support import get
 from harness.targets import CASE_IDS, CASES, start_target
 from harness.timed import STOP, Timed
 
+from lab import capacities
 from lab.contract import load
 from lab.proc import server
 from lab.targets import Target
-from lab.tools import docs
 
 pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
 
@@ -47,11 +47,11 @@ def workers_problem(proc: server.ServerProcess, target: Target, profile: str) ->
         problem = process_problem(proc, info, rounds=12)
     if problem:
         return problem
-    row = docs.capacity_table()[(target.name, profile)]
+    row = capacities.table()[(target.name, profile)]
     wrong = {
-        endpoint: (formula, docs.capacity(formula, info), info["capacity"].get(endpoint))
+        endpoint: (formula, capacities.evaluate(formula, info), info["capacity"].get(endpoint))
         for endpoint, formula in row.items()
-        if docs.capacity(formula, info) != info["capacity"].get(endpoint)
+        if capacities.evaluate(formula, info) != info["capacity"].get(endpoint)
     }
     if wrong:
         return f"with {info['workers']} workers (endpoint: formula, value, /info): {wrong}"

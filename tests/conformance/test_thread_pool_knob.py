@@ -13,15 +13,15 @@ from harness.claims import capacity_problem, cpu_claim_problem
 from harness.support import get
 from harness.targets import CASE_IDS, CASES, start_target
 
+from lab import capacities
 from lab.contract import load
 from lab.proc import server
 from lab.targets import Target
-from lab.tools import docs
 
 pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
 
 CONTRACT = load()
-TABLE = docs.capacity_table()
+TABLE = capacities.table()
 THREADS = 4
 EXECUTOR_THREADS = 2
 POOLED = [
@@ -53,7 +53,7 @@ def test_claims_with_a_small_thread_pool(
             if endpoint.kind == "none" or endpoint.kind == "db" or "T" not in (formula or ""):
                 continue  # the database's claims: test_db_claims.py (D <= T)
             claim = info["capacity"][endpoint.name]
-            assert claim == docs.capacity(formula, info) <= THREADS, (endpoint.name, claim)
+            assert claim == capacities.evaluate(formula, info) <= THREADS, (endpoint.name, claim)
             if endpoint.kind == "cpu":
                 problems[endpoint.name] = cpu_claim_problem(proc.url, endpoint, info)
             else:

@@ -41,58 +41,6 @@ def test_every_manifest_says_how_it_runs_requests() -> None:
     assert not missing, f"add concurrency = '...' to the target.toml of {missing}"
 
 
-def test_contract_capacity_table_covers_every_profile_and_no_other() -> None:
-    table = docs.capacity_table()
-    profiles = {(t.name, p) for t in discover() for p in t.profiles}
-    assert not profiles - set(table), f"CONTRACT.md's capacity table lacks {profiles - set(table)}"
-    assert not set(table) - profiles, (
-        f"CONTRACT.md names what no manifest has: {set(table) - profiles}"
-    )
-
-
-def test_capacity_formulas_evaluate_with_info() -> None:
-    info = {"workers": 2, "threads": 4, "executor_threads": 6, "pool_processes": 3}
-    assert docs.capacity("W·T", info) == 8
-    assert docs.capacity("W·min(T, P)", info) == 6
-    assert docs.capacity(None, info) is None
-    table = docs.capacity_table()
-    assert table[("flask", "gthread")]["cpu-pool"] == "W·min(T, P)"
-    assert table[("fastapi", "uvicorn")]["sync"] == "W·T"  # "(anyio, 40)" is a note
-
-
-def test_a_wrong_formula_is_caught(tmp_path: Path) -> None:
-    text = docs.CONTRACT.read_text().replace(
-        "| flask / gthread | W·T |", "| flask / gthread | W·X |"
-    )
-    (tmp_path / "CONTRACT.md").write_text(text)
-    with pytest.raises(ValueError, match="cannot read 'W·X'"):
-        docs.capacity_table(tmp_path / "CONTRACT.md")
-
-
-def test_every_profile_has_every_capacity_column() -> None:
-    """CONTRACT.md has two capacity tables (the sleeps' and CPU's, the database's): a profile
-    missing from one of them lacks that table's endpoints."""
-    table = docs.capacity_table()
-    columns = set().union(*(set(row) for row in table.values()))
-    assert {"sync", "cpu-pool", "upstream-seq", "db", "db-blocking", "db-rows"} <= columns
-    lacking = {
-        case: sorted(columns - set(row)) for case, row in table.items() if columns - set(row)
-    }
-    assert not lacking, f"CONTRACT.md's capacity tables lack: {lacking}"
-
-
-def test_database_formulas_read_the_pool_from_info() -> None:
-    info = {"workers": 2, "threads": 4, "database": {"pool": 3}}
-    assert docs.capacity("W·D", info) == 6
-    assert docs.capacity("W·min(T, D)", info) == 6
-    assert docs.capacity("D", info) == 3
-    table = docs.capacity_table()
-    assert table[("fastapi", "uvicorn")]["db"] == "W·D"
-    assert table[("fastapi", "uvicorn")]["db-blocking"] == "W"
-    assert table[("flask", "gthread")]["db-rows"] == "W·min(T, D)"
-    assert table[("aiohttp", "aiohttp")]["db"] == "W·D"  # "(W = 1)" in the head is a note
-
-
 def test_readme_pools_table_covers_every_profile_and_no_other() -> None:
     table = docs.pools_table()
     profiles = {(t.name, p) for t in discover() for p in t.profiles}

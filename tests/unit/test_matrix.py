@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from lab import capacities
 from lab.contract import load
 from lab.matrix import (
     MATRIX_DIR,
@@ -378,7 +379,6 @@ def quick_worst_case() -> tuple[list[Cell], set[str], float]:
     from dataclasses import replace
 
     from lab.run.runner import estimate_s
-    from lab.tools import docs
 
     quick = load_matrix("quick")
     cells = expand(quick)
@@ -395,7 +395,7 @@ def quick_worst_case() -> tuple[list[Cell], set[str], float]:
     # serves with one slot per worker (CONTRACT.md's capacity table: W, and WORKERS=1 when
     # pinned): 21 with 13 targets; run 20261128-071233 lengthened these and jdkhttp's
     # /blocking (C: one carrier)
-    table = docs.capacity_table()
+    table = capacities.table()
     slow = {c.id for c in cells if c.target in python and c.endpoint in ("cpu", "cpu-pool")}
     slow |= {
         c.id
