@@ -10,7 +10,7 @@ from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lab import ROOT
+from lab import ROOT, capacities
 from lab.contract import Contract, load
 from lab.targets import Target, UnknownChoice, discover, find
 
@@ -127,6 +127,10 @@ class Matrix:
     # The longest a server that compiles while it runs (/info's jit) is warmed up before its
     # calibration ("" = lab.run.warmup.MAX_S, 30 s): a cell not steady by then says so.
     warm_up_max: str = ""
+    # Run a waiting endpoint only where its capacity differs from every one run before it in
+    # the profile (same_capacity): the model predicts such cells alike, so a matrix with a
+    # budget (quick) asks that question once, and names the cells it leaves to `full`.
+    distinct_capacities: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,6 +178,8 @@ _KEYS = {
     "max_duration": "a duration such as 8s: the longest a cell may be lengthened",
     "graceful_stop": "a duration such as 1s: how long k6 lets the requests in flight finish",
     "warm_up_max": "a duration such as 6s: the longest a JIT's warm-up may take",
+    "distinct_capacities": "true or false: run a waiting endpoint only where its capacity "
+    "differs from those run before it in the profile",
 }
 
 
@@ -265,6 +271,8 @@ def from_toml(name: str, data: dict[str, Any], where: str = "matrix") -> Matrix:
                     raise bad(key)
             except MatrixError:
                 raise bad(key) from None
+    if "distinct_capacities" in data and not isinstance(data["distinct_capacities"], bool):
+        raise bad("distinct_capacities")
     if "python" in data:
         if isinstance(data["python"], str):
             data = {**data, "python": [data["python"]]}
@@ -351,6 +359,65 @@ def spec_cell(
     )
 
 
+def same_capacity(
+    target: str, profile: str, endpoints: list[str], matrix: Matrix, contract: Contract
+) -> dict[str, str]:
+    """{endpoint: the earlier endpoint with the same capacity} among the waiting endpoints
+    (kind sleep) of one profile: the same parameters, the same service time and the same
+    formula in CONTRACT.md's capacity tables (null, unbounded, included). The model predicts
+    two such cells alike: their capacity (or the VUs) over the same wait."""
+    row = capacities.table().get((target, profile), {})
+    first: dict[tuple[Any, ...], str] = {}
+    repeats: dict[str, str] = {}
+    for name in endpoints:
+        endpoint = contract[name]
+        if endpoint.kind != "sleep" or name not in row:
+            continue
+        params = dict(_params(name, matrix, contract))
+        key = (row[name], tuple(sorted(params)), endpoint.service_ms(params))
+        if key in first:
+            repeats[name] = first[key]
+        else:
+            first[key] = name
+    return repeats
+
+
+def not_run(matrix: Matrix, targets: list[Target] | None = None) -> list[str]:
+    """The cells a matrix with distinct_capacities leaves out, each with the endpoint whose
+    cell measures its capacity: 'gin/release/async: as /sync (unbounded)'."""
+    if not matrix.distinct_capacities or matrix.cells:
+        return []
+    contract = load()
+    table = capacities.table()
+    lines = []
+    for target, profile, endpoints in _profiles(matrix, targets, contract):
+        for name, first in same_capacity(target.name, profile, endpoints, matrix, contract).items():
+            formula = table[(target.name, profile)][name] or "unbounded"
+            lines.append(f"{target.name}/{profile}/{name}: as /{first} ({formula})")
+    return lines
+
+
+def _profiles(
+    matrix: Matrix, targets: list[Target] | None, contract: Contract
+) -> list[tuple[Target, str, list[str]]]:
+    """(target, profile, endpoints) for every profile a cross-product matrix runs."""
+    targets = discover() if targets is None else targets
+    if matrix.targets == "all":
+        chosen = targets
+    else:
+        wanted = [matrix.targets] if isinstance(matrix.targets, str) else matrix.targets
+        chosen = [find(name, targets) for name in wanted]
+    endpoints = _pick("endpoint", matrix.endpoints, [e.name for e in contract.bench_endpoints()])
+    out = []
+    for target in chosen:
+        if matrix.profiles == "default":
+            profiles = [target.default_profile]
+        else:
+            profiles = _pick(f"{target.name} profile", matrix.profiles, list(target.profiles))
+        out += [(target, profile, endpoints) for profile in profiles]
+    return out
+
+
 def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -> list[Cell]:
     """Every cell of the matrix. Repetitions are interleaved in a shuffled order (seeded, so
     a resumed run sees the same order), never run back to back."""
@@ -359,12 +426,6 @@ def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -
     if matrix.cells:
         base = [spec_cell(spec, matrix, contract, targets) for spec in matrix.cells]
         return [replace(c, repeat=r) for r in range(1, matrix.repeat + 1) for c in base]
-    if matrix.targets == "all":
-        chosen = targets
-    else:
-        wanted = [matrix.targets] if isinstance(matrix.targets, str) else matrix.targets
-        chosen = [find(name, targets) for name in wanted]
-    endpoints = _pick("endpoint", matrix.endpoints, [e.name for e in contract.bench_endpoints()])
     if matrix.repeat < 1:
         raise MatrixError("repeat must be at least 1")
     if any(v < 1 for v in matrix.vus):
@@ -375,34 +436,32 @@ def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -
     if not isinstance(matrix.python, list) or not all(isinstance(p, str) for p in matrix.python):
         raise MatrixError('python must be a list of strings, e.g. python = ["3.11", "3.13"]')
     base: list[Cell] = []
-    for target in chosen:
-        if matrix.profiles == "default":
-            profiles = [target.default_profile]
-        else:
-            profiles = _pick(f"{target.name} profile", matrix.profiles, list(target.profiles))
+    for target, profile, endpoints in _profiles(matrix, targets, contract):
         # Only Python targets have the interpreter axis; a Go cell runs once.
         pythons = (matrix.python or [""]) if target.language == "python" else [""]
-        for profile in profiles:
-            for endpoint in endpoints:
-                params = _params(endpoint, matrix, contract)
-                for vus in matrix.vus:
-                    for rate in matrix.rates:
-                        # Interpreters innermost: the cells they are compared in run back to
-                        # back, on the same machine state.
-                        for python in pythons:
-                            base.append(
-                                Cell(
-                                    target.name,
-                                    profile,
-                                    endpoint,
-                                    params,
-                                    vus,
-                                    rate,
-                                    matrix.duration,
-                                    1,
-                                    python=python,
-                                )
+        if matrix.distinct_capacities:
+            repeats = same_capacity(target.name, profile, endpoints, matrix, contract)
+            endpoints = [e for e in endpoints if e not in repeats]
+        for endpoint in endpoints:
+            params = _params(endpoint, matrix, contract)
+            for vus in matrix.vus:
+                for rate in matrix.rates:
+                    # Interpreters innermost: the cells they are compared in run back to
+                    # back, on the same machine state.
+                    for python in pythons:
+                        base.append(
+                            Cell(
+                                target.name,
+                                profile,
+                                endpoint,
+                                params,
+                                vus,
+                                rate,
+                                matrix.duration,
+                                1,
+                                python=python,
                             )
+                        )
     if matrix.repeat == 1:
         return base
     # Each repetition is a shuffled round of every cell, so repeats of one cell are spread

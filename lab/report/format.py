@@ -92,6 +92,12 @@ def matrix_load(matrix: dict[str, Any]) -> str:
         f"{matrix.get('repeat', 1)} repeat(s)",
         f"params {params or '-'}",
     ]
+    skipped = matrix.get("not_run") or []
+    if skipped:  # distinct_capacities: the cells another endpoint of their profile answers
+        parts.append(
+            f"not run, as another endpoint of their profile has the same capacity: "
+            f"{', '.join(skipped)}"
+        )
     return "; ".join(parts)
 
 

@@ -21,7 +21,16 @@ import psutil
 from lab import arguments, interpreters, stability
 from lab.contract import load
 from lab.errors import UsageError
-from lab.matrix import Cell, Matrix, MatrixError, expand, load_matrix, names, parse_duration
+from lab.matrix import (
+    Cell,
+    Matrix,
+    MatrixError,
+    expand,
+    load_matrix,
+    names,
+    not_run,
+    parse_duration,
+)
 from lab.model import MAX_CELL_S
 from lab.proc import children, interrupt, netns, runlock, server
 from lab.proc.database import Database, DatabaseUnavailable, bin_dir, display_url, run_as
@@ -194,12 +203,21 @@ def _results_base(out: Path | None) -> Path:
     return base
 
 
-def plan_text(name: str, cells: list[Cell], max_cell_s: float = MAX_CELL_S) -> str:
-    """--plan: the cells a run would measure, in order, and how long it should take."""
+def plan_text(
+    name: str, cells: list[Cell], max_cell_s: float = MAX_CELL_S, skipped: list[str] | None = None
+) -> str:
+    """--plan: the cells a run would measure, in order, how long it should take, and the
+    cells its matrix leaves out (distinct_capacities)."""
     lines = [f"{name}: {len(cells)} cells, about {clock(estimate_s(cells))} (nothing started)"]
     width = len(str(len(cells)))
     for i, c in enumerate(cells, 1):
         lines.append(f"  {i:>{width}}  {c.id}  {c.expected_s:g} s")
+    if skipped:
+        lines.append(
+            f"not run: {len(skipped)} cells whose capacity another endpoint of their profile "
+            "measures (distinct_capacities; `--matrix full` runs them):"
+        )
+        lines += [f"  {line}" for line in skipped]
     lines.append(
         "each cell adds to its load its start, calibration and stop (about "
         + ", ".join(f"{s:g} s in {lang}" for lang, s in OVERHEAD_S.items())
@@ -305,7 +323,14 @@ def _new_plan(args: argparse.Namespace, all_targets: bool) -> Plan:
         options.warm_up_max_s = parse_duration(matrix.warm_up_max)
     if args.canary_rate is not None:
         options.canary_rate = args.canary_rate
-    plan = Plan(matrix.name, cells, set(), options, matrix={**matrix.to_json(), "seed": seed})
+    skipped = not_run(matrix, _targets_for(matrix, info))
+    plan = Plan(
+        matrix.name,
+        cells,
+        set(),
+        options,
+        matrix={**matrix.to_json(), "seed": seed, "not_run": skipped},
+    )
     if args.db_url and not _db_cells(plan.cells):
         raise UsageError("--db-url does not apply: no cell of this run queries a database")
     plan.database = _database(plan, check=not args.plan)
@@ -337,7 +362,8 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str]) -> int:
     loadgen.binary()  # k6 missing: a one-line error before anything starts
     plan = _resume_plan(args) if args.resume else _new_plan(args, all_targets)
     if args.plan:
-        print(plan_text(plan.name, plan.todo, plan.options.max_cell_s))
+        skipped = (plan.matrix or {}).get("not_run")
+        print(plan_text(plan.name, plan.todo, plan.options.max_cell_s, skipped))
         return 0
     # a new run's results folder is made (and checked) only now: --plan writes nothing
     base = plan.run.path.parent if plan.run else _results_base(args.out)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lab import report
-from lab.report import document, sections
+from lab.report import document, format, sections
 from lab.report.groups import NOISY_CV
 from lab.report.html import SCRIPT
 
@@ -405,6 +405,15 @@ def test_every_registered_section_has_its_template_and_no_template_is_orphaned()
 
 
 HOSTILE = '<script>alert("x")</script>'
+
+
+def test_the_cells_a_matrix_leaves_out_are_named_with_its_load() -> None:
+    """distinct_capacities: the header's load line names each cell not run, and why."""
+    left = ["gin/release/async: as /sync (unbounded)", "flask/gunicorn/blocking: as /sync (W)"]
+    line = format.matrix_load({"vus": [50], "duration": "2s", "not_run": left})
+    assert "not run, as another endpoint of their profile has the same capacity" in line
+    assert all(cell in line for cell in left)
+    assert "not run" not in format.matrix_load({"vus": [50], "duration": "2s", "not_run": []})
 
 
 def test_values_from_a_run_are_escaped(tmp_path: Path) -> None:
