@@ -105,6 +105,11 @@ COMPILING = 0.05
 # A closed cell with this many VUs per slot is a flood: the rate is still C / S, but each
 # request waits N / X on average, and the order of answers is the server's (see CONTRACT.md).
 FLOOD = 10
+# A burst-aligned window (burst_aligned_s) ends this share of its bursts' time after the last
+# one is due: a burst this late (3 ms more a hold) still counts, and a server that leaves a
+# request in flight past its burst (hypercorn answers one early; its VU's next request waits
+# for the next group) is counted over this much more than its bursts' time.
+BURST_LANDING = 0.03
 # Observations during the load (never part of a prediction): shown beside the verdict.
 LOADGEN_BOUND_PCT = 80.0  # k6 (plus the upstream and the database) at this share of its CPUs
 SERVER_BOUND_PCT = 85.0  # the server's CPUs at this share, median of 0.25 s samples
@@ -417,6 +422,31 @@ def bursts_apply(kind: str, bound: str) -> bool:
     0.18 s before it answered any, run 20261127-112913), not where a queue of its own (the
     VUs, k6, a pool behind the slots) sets the pace."""
     return bound == "slots" or (kind == "cpu" and bound == "server-cpu")
+
+
+def burst_aligned_s(
+    vus: int, capacity: float, hold_s: float, duration_s: float, grace_s: float, cap_s: float
+) -> float | None:
+    """A duration for a closed cell queued on slots that wait, chosen so that the window ends
+    with a burst: the k-th period P = ceil(N / C) x hold due BURST_LANDING x kP before k6's
+    grace ends, k the most whole periods within the planned duration and grace, but enough
+    for MIN_REQUESTS. A server that answers its queue together is then counted k x N
+    requests in k periods, one that answers as each hold ends the same rate, C / hold, so
+    the prediction no longer rides on which one it does (the idle batch does not always
+    tell: hypercorn read 0.64 and 1.50 of a one-burst prediction in two quick runs). None
+    (keep the planned duration): a grace too short to land in, or no window within cap_s."""
+    period = math.ceil(vus / capacity) * hold_s
+    if period <= 0:
+        return None
+    least = math.ceil(MIN_REQUESTS / vus)
+    bursts = max(least, math.floor((duration_s + grace_s) / period + 1e-9))
+    while bursts >= least:
+        landing = BURST_LANDING * bursts * period
+        seconds = bursts * period + landing - grace_s
+        if landing < grace_s and 0 < seconds <= cap_s:
+            return round(seconds, 3)
+        bursts -= 1
+    return None
 
 
 def burst_window(

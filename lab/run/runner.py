@@ -674,7 +674,7 @@ class Runner:
             loadgen.GRACEFUL_STOP_S if grace is None else grace,
             None if cell.rate else cell.vus,  # an open cell's last requests: not a VU's cycle
         )
-        prediction = self._bursts(attempt, demand, prediction, seconds)
+        prediction, seconds = self._bursts(attempt, demand, prediction, seconds)
         self._tolerance(attempt, demand, prediction, wall, seconds)
         return seconds
 
@@ -927,41 +927,52 @@ class Runner:
 
     def _bursts(
         self, attempt: Attempt, demand: model.Demand, prediction: model.Prediction, load_s: float
-    ) -> model.Prediction:
+    ) -> tuple[model.Prediction, float]:
         """The timeline's batch (requests released at once on the idle server), before the
         load: afterwards, requests k6 gave up on can still fill the server's queue (a sync
         worker works through its listen backlog), and the picture with them. A server it shows
         answering its queue together, queued by more VUs than its slots, is predicted as the
-        whole bursts the cell's window counts (model.burst_window)."""
+        whole bursts the cell's window counts (model.burst_window); a queue of slots that
+        wait runs for a window that ends with a burst where one fits (model.burst_aligned_s),
+        whatever the batch showed. Returns the prediction and how long the load runs."""
         cell, endpoint, row = attempt.cell, attempt.endpoint, attempt.row
+        unchanged = prediction, load_s
         if endpoint.kind not in TIMELINE_KINDS:
-            return prediction
+            return unchanged
         capacity = model.slots(endpoint.kind, cell.endpoint, attempt.info)
         queued = math.isfinite(capacity) and cell.vus > capacity and not cell.rate
-        if not (cell.repeat == 1 or (queued and 2 * capacity <= TIMELINE_MAX)):
-            return prediction
-        ends = self.timeline(attempt.base, endpoint.path, cell, row, attempt.stem)
-        if not (queued and not cell.iterations and ends):
-            return prediction
-        if not model.bursts_apply(endpoint.kind, prediction.bound):
-            return prediction
-        if not model.answered_together(ends, capacity):
-            return prediction
+        ends: list[float] = []
+        if cell.repeat == 1 or (queued and 2 * capacity <= TIMELINE_MAX):
+            ends = self.timeline(attempt.base, endpoint.path, cell, row, attempt.stem)
+        bursts_apply = model.bursts_apply(endpoint.kind, prediction.bound)
+        if not (queued and not cell.iterations and bursts_apply):
+            return unchanged
         hold_s = (
             demand.service_ms
             + sum(v or 0.0 for v in (demand.server_cpu_ms, demand.overshoot_ms, demand.db_cpu_ms))
         ) / 1000.0
         grace = self.options.graceful_stop_s
-        rps, period, bursts = model.burst_window(
-            cell.vus, capacity, hold_s, load_s, loadgen.GRACEFUL_STOP_S if grace is None else grace
-        )
+        grace_s = loadgen.GRACEFUL_STOP_S if grace is None else grace
+        if prediction.bound == "slots":
+            # A wait's period is its sleep's, so the window can end with a burst: it then
+            # reads the same rate whether the server answers its queue together under the
+            # load or not, which the idle batch does not always tell (hypercorn's groups).
+            aligned = model.burst_aligned_s(
+                cell.vus, capacity, hold_s, load_s, grace_s, max(load_s, self.options.max_cell_s)
+            )
+            if aligned is not None:
+                # at least MIN_REQUESTS in whole bursts: a shortfall the plan saw does not apply
+                load_s, row.censored = aligned, ""
+        if not (ends and model.answered_together(ends, capacity)):
+            return prediction, load_s
+        rps, period, bursts = model.burst_window(cell.vus, capacity, hold_s, load_s, grace_s)
         row.update(predicted_rps=rps, burst_period_s=round(period, 4))
         if not row.censored and bursts * cell.vus < model.MIN_REQUESTS:
             row.censored = (
                 f"answered in bursts of {cell.vus} every {period:.3g} s: the window holds "
                 f"{bursts * cell.vus} < {model.MIN_REQUESTS} requests"
             )
-        return replace(prediction, rps=rps)
+        return replace(prediction, rps=rps), load_s
 
     def _tolerance(
         self,

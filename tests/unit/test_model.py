@@ -926,6 +926,30 @@ def test_a_burst_window_counts_whole_bursts() -> None:
     assert model.burst_window(50, 1, 0.101, 600.0, 1.0)[0] == pytest.approx(1 / 0.101, rel=0.01)
 
 
+def test_a_burst_cell_ends_its_window_with_a_burst() -> None:
+    # quick's blocked loop (50 VUs, 1 slot, 101 ms holds; planned 7 s, 1 s of grace): one
+    # burst, due at 5.05 s, 3 % of it (0.15 s) before the grace of a 4.20 s load ends
+    seconds = model.burst_aligned_s(50, 1, 0.101, 7.0, 1.0, 7.0)
+    assert seconds == pytest.approx(5.05 * 1.03 - 1.0, abs=1e-3)
+    rps, _, bursts = model.burst_window(50, 1, 0.101, seconds, 1.0)
+    assert bursts == 1 and rps == pytest.approx(1 / 0.101)  # the steady C / hold
+    # a request left in flight past the burst costs the count 3 %: 50 in 5.05 s + 0.15 s
+    assert 50 / (seconds + 1.0) == pytest.approx(1 / 0.101 / 1.03, rel=1e-3)
+    # a longer plan holds the most whole periods within it; the request floor sets the least
+    assert model.burst_aligned_s(50, 1, 0.101, 12.0, 3.0, 60.0) == pytest.approx(
+        2 * 5.05 * 1.03 - 3, abs=1e-3
+    )
+    assert model.burst_aligned_s(50, 1, 0.101, 60.0, 3.0, 60.0) == pytest.approx(
+        12 * 5.05 * 1.03 - 3, abs=1e-3
+    )
+    assert model.burst_aligned_s(20, 1, 0.101, 2.0, 1.0, 60.0) == pytest.approx(
+        2 * 2.02 * 1.03 - 1, abs=1e-3
+    )
+    # none without a grace to land in, nor beyond the cap (Django's slowed /cpu: 8.85 s)
+    assert model.burst_aligned_s(50, 1, 0.101, 7.0, 0.1, 7.0) is None
+    assert model.burst_aligned_s(50, 1, 0.177, 7.0, 1.0, 7.0) is None
+
+
 def test_bursts_are_predicted_where_a_held_slot_sets_the_pace() -> None:
     assert model.bursts_apply("sleep", "slots")  # Quart's, Django's blocked loop
     assert model.bursts_apply("cpu", "server-cpu")  # Django's ASGI /cpu: its slot is its CPU
