@@ -35,20 +35,20 @@ from lab.run.progress import Progress, clock
 from lab.rundir import RunDir
 from lab.targets import discover, find
 
-# What a cell costs beyond its load, by its server's language: a target's wall time in a
-# quick run (from its first cell's start to the next target's) less its cells' k6 runs, per
-# cell, k6's reference run (LOADGEN_COST_S) and the JVM's Maven build (skipped when up to
-# date: jvm/build) taken out. Go's and Java's are the medians of quick runs 20261127-221447
-# to 20261128-092110 (Go 1.3-1.6; Java 11.0 once Spring Boot started from its class-data
-# archive); Node's and Python's are run 20261128-113828's, the first with /cpu at n = 200,000
-# and each capacity asked once (Node 4.0: its cells are now /hello, /sync, /async, /cpu, /db;
-# Python 3.7-3.8 in two runs, 4.6-6.0 before). It holds the start to /health (Go 0.05 s,
-# Node 0.3-0.5, Python 0.7-1.8, Spring Boot 5 on one CPU; the next cell's begins beside this
-# one's stop), a JIT's warm-up (quick's cap: 4 s), the calibration (0.5 s of requests, or
-# 1.5 s where the CPU per request matters: 0.8-1.7 s), the timeline's batch, k6's start and
-# summary (0.4-0.5 s) and the stop (Python 0.2-0.8 s; a loop that /blocking saturated
-# first answers its queue, 2.3-4.1 s).
-OVERHEAD_S = {"go": 1.4, "node": 4.0, "python": 3.8, "java": 11.0}
+# What a cell costs beyond its load, by its server's language: a target's wall time in a quick
+# run (from its first cell's start to the next target's) less its cells' k6 runs, per cell,
+# k6's reference run (LOADGEN_COST_S) and the JVM's Maven build (skipped when up to date:
+# jvm/build) taken out. Go's and Java's are the medians of quick runs 20261127-221447 to
+# 20261128-092110 (Go 1.3-1.6; Java 11.0 once Spring Boot started from its class-data
+# archive); Node's and Python's are the means of runs 20261128-113828 and 20261128-123359,
+# with /cpu at n = 200,000 and each capacity asked once (Node 4.0 and 4.9: its cells are now
+# /hello, /sync, /async, /cpu, /db; Python 3.7 and 3.6, 4.6-6.0 before). It holds the start to
+# /health (Go 0.05 s, Node 0.3-0.5, Python 0.7-1.8, Spring Boot 5 on one CPU; the next cell's
+# begins beside this one's stop), a JIT's warm-up (quick's cap: 4 s), the calibration (0.5 s
+# of requests, or 1.5 s where the CPU per request matters: 0.8-1.7 s), the timeline's batch,
+# k6's start and summary (0.4-0.5 s) and the stop (Python 0.2-0.8 s; a loop that /blocking
+# saturated first answers its queue, 2.3-4.1 s).
+OVERHEAD_S = {"go": 1.4, "node": 4.4, "python": 3.7, "java": 11.0}
 # k6's own cost per request, measured once per run at each VU count (lab.run.calibrate:
 # its reference run of 2 s, its paced run of 3 s and their starts): 7.8 s.
 LOADGEN_COST_S = 8.0
