@@ -9,21 +9,20 @@ load:
 
 The stop as the runner does it (SIGTERM to the top process, the database pools open) is the
 last of the timed claims (harness/timed.py), on their WORKERS=1 server: one server a case here,
-not a second one. The checks mostly wait, so PROFILES_AT_ONCE profiles run at once (the
-slowest stop measured 4.4 s): the selected cases are checked in one module fixture and each
-test reads its case's result. More at once gains little: the servers' starts are CPU work,
-the floor on two CPUs."""
+not a second one. The checks mostly wait, so several cases are checked at once and stopped
+beside the next ones' checks (harness.timed.checked_then_stopped; the slowest stop measured
+4.4 s): the selected cases are checked in one module fixture and each test reads its case's
+result."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from harness.claims import process_problem, stop_under_load_problem
 from harness.support import get
 from harness.targets import CASE_IDS, CASES, start_target
-from harness.timed import STOP, Timed
+from harness.timed import STOP, Timed, checked_then_stopped
 
 from lab import capacities
 from lab.contract import load
@@ -32,6 +31,7 @@ from lab.targets import Target
 
 pytestmark = pytest.mark.conformance  # the test's kind: just test-conformance
 
+# Two workers' starts are the CPU work here: four at once took 41-44 s, three 35 s.
 PROFILES_AT_ONCE = 3
 DB_ERROR = load().error("database", reason="")  # "database: ", the start of every reason
 Problems = dict[str, str | None]  # check -> why it failed, or None
@@ -69,7 +69,9 @@ def no_database_problem(proc: server.ServerProcess) -> str | None:
     return None
 
 
-def check(target: Target, profile: str, upstream_url: str) -> Problems:
+def case_checked(
+    target: Target, profile: str, upstream_url: str
+) -> tuple[server.ServerProcess, Problems]:
     proc = start_target(target, profile, upstream_url, WORKERS="2", DATABASE_URL="")
     checks: dict[str, Callable[[], str | None]] = {
         "workers": lambda: workers_problem(proc, target, profile),
@@ -79,8 +81,12 @@ def check(target: Target, profile: str, upstream_url: str) -> Problems:
     for name, problem in checks.items():
         try:
             found[name] = problem()
-        except Exception as exc:  # the server is stopped below all the same
+        except Exception as exc:  # the server is stopped all the same
             found[name] = f"{type(exc).__name__}: {exc}"
+    return proc, found
+
+
+def case_stopped(proc: server.ServerProcess, found: Problems) -> Problems:
     found["stop-group"] = stop_under_load_problem(proc, group=True)  # stops it, whatever happened
     return {name: p and f"{p} (log {proc.log_path})" for name, p in found.items()}
 
@@ -92,22 +98,25 @@ CHECKED = ("test_workers_two", "test_no_database_is_503_at_once", "test_stop_und
 def checked(
     request: pytest.FixtureRequest, upstream: server.ServerProcess
 ) -> dict[tuple[str, str], Problems]:
-    """The problems of every selected case, PROFILES_AT_ONCE profiles at a time."""
-    wanted = {
-        (item.callspec.params["target"].name, item.callspec.params["profile"]): (
-            item.callspec.params["target"],
-            item.callspec.params["profile"],
-        )
-        for item in request.session.items
-        if getattr(item, "originalname", "") in CHECKED
-    }.values()
+    """The problems of every selected case, checked as the timed claims are."""
+    wanted = list(
+        {
+            (item.callspec.params["target"].name, item.callspec.params["profile"]): (
+                item.callspec.params["target"],
+                item.callspec.params["profile"],
+            )
+            for item in request.session.items
+            if getattr(item, "originalname", "") in CHECKED
+        }.values()
+    )
 
-    def run(case: tuple[Target, str]) -> tuple[tuple[str, str], Problems]:
-        target, profile = case
-        return (target.name, profile), check(target, profile, upstream.url)
-
-    with ThreadPoolExecutor(PROFILES_AT_ONCE) as pool:
-        return dict(pool.map(run, wanted))
+    problems = checked_then_stopped(
+        wanted,
+        lambda case: case_checked(*case, upstream.url),
+        lambda _, proc, found: case_stopped(proc, found),
+        PROFILES_AT_ONCE,
+    )
+    return {(t.name, p): found for (t, p), found in zip(wanted, problems, strict=True)}
 
 
 @pytest.mark.parametrize(("target", "profile"), CASES, ids=CASE_IDS)

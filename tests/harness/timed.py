@@ -4,18 +4,21 @@ capacities (test_conformance.py), /db's and /db-blocking's claims counted at the
 under load as the runner stops a server (test_shutdown.py: SIGTERM to the top process, its
 database pools open after the /db claims). Each case gets a server of its own, started as
 `served` is (WORKERS=1, the session's database), and PROFILES_AT_ONCE cases are checked at a
-time, as test_shutdown.py does: their probes sleep far more than they work. Each test then
-reads its own result."""
+time, each stopped beside the next ones' checks (checked_then_stopped, which test_shutdown.py
+uses too): their probes sleep far more than they work. Each test then reads its own result."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
 from harness import strict
 from harness.claims import capacity_problems, db_claim_problem, stop_under_load_problem
 from harness.support import get
 from harness.targets import start_served
 from lab.contract import load
+from lab.proc import server
 from lab.proc.database import Database
 from lab.targets import Target
 
@@ -23,8 +26,12 @@ CONTRACT = load()
 WAITING = [e for e in CONTRACT.bench_endpoints() if e.kind in ("sleep", "upstream")]
 DB_TIMED = [CONTRACT["db"], CONTRACT["db-blocking"]]
 MAX_PROBE = 100  # requests in one batch on a 2-CPU test machine
-# Six at once gained 46 s of 205, but a cold JVM beside five others missed its /db rounds twice.
-PROFILES_AT_ONCE = 3
+# With the stops beside the checks, 31 cases took 85 s three at a time and 70-73 s four at a
+# time (116 s three at a time, stops included); six at once once gained 46 s of 205, but a cold
+# JVM beside five others missed its /db rounds twice.
+PROFILES_AT_ONCE = 4
+# Servers stopping at once, beside those checks: each waits out its graceful timeout.
+STOPS_AT_ONCE = 3
 REFUSAL = "refusal"  # the result's key of the loaded-refusal check
 STOP = "stop-top"  # the result's key of the stop under load
 # The tests whose results are timed here, and what each needs.
@@ -36,6 +43,7 @@ CHECKS = {
 }
 Problems = dict[str, str | None]  # an endpoint's name (or REFUSAL) -> why it failed, or None
 Timed = dict[tuple[str, str], Problems]  # (target, profile) -> its problems
+C = TypeVar("C")  # a case, as its batch names it
 
 
 def checkable(capacity: int | None) -> bool:
@@ -43,9 +51,10 @@ def checkable(capacity: int | None) -> bool:
     return capacity is None or capacity + 1 <= MAX_PROBE
 
 
-def case_problems(
+def case_checked(
     target: Target, profile: str, upstream_url: str, db: Database, checks: set[str]
-) -> Problems:
+) -> tuple[server.ServerProcess, Problems]:
+    """The case's server, its claims checked (but its stop)."""
     proc = start_served(target, profile, upstream_url, db.url)
     found: Problems = {}
     try:
@@ -63,25 +72,53 @@ def case_problems(
             if problem:  # one retry: a busy machine can delay one request
                 problem = strict.loaded_refusal_problem(proc.url, info)
             found[REFUSAL] = problem
-    except Exception as exc:  # every check of the case says so; the server is stopped below
+    except Exception as exc:  # every check of the case says so; the server is stopped next
         names = [e.name for e in WAITING + DB_TIMED] + [REFUSAL]
         found = dict.fromkeys(names, f"{type(exc).__name__}: {exc}")
-    finally:
-        if STOP in checks:  # stops it, whatever happened; it names what SIGTERM left
-            found[STOP] = stop_under_load_problem(proc, group=False)
-        else:
-            report = proc.stop()
-            if not report.clean:
-                found = {k: f"{p or ''}; SIGTERM left {report.leftover}" for k, p in found.items()}
+    return proc, found
+
+
+def case_stopped(proc: server.ServerProcess, found: Problems, checks: set[str]) -> Problems:
+    """Stops the case's server: under load where STOP is checked, else plainly."""
+    if STOP in checks:  # it names what SIGTERM left
+        found[STOP] = stop_under_load_problem(proc, group=False)
+    else:
+        report = proc.stop()
+        if not report.clean:
+            found = {k: f"{p or ''}; SIGTERM left {report.leftover}" for k, p in found.items()}
     return {k: p and f"{p} (log {proc.log_path})" for k, p in found.items()}
 
 
+def checked_then_stopped(
+    cases: Iterable[C],
+    check: Callable[[C], tuple[server.ServerProcess, Problems]],
+    stop: Callable[[C, server.ServerProcess, Problems], Problems],
+    at_once: int = PROFILES_AT_ONCE,
+) -> list[Problems]:
+    """Each case checked (its server started and its claims timed), `at_once` cases at a
+    time, then stopped beside the next cases' checks: a stop under load is the server's
+    graceful timeout (3-4 s of waiting, a third of a case), not CPU. A check that raises
+    still has its server stopped: `check` catches what its claims raise."""
+    with ThreadPoolExecutor(at_once) as checks, ThreadPoolExecutor(STOPS_AT_ONCE) as stops:
+
+        def run(case: C) -> Future[Problems]:
+            proc, found = check(case)
+            return stops.submit(stop, case, proc, found)
+
+        return [stopped.result() for stopped in list(checks.map(run, cases))]
+
+
 def check_all(cases: list[tuple[Target, str, set[str]]], upstream_url: str, db: Database) -> Timed:
-    """Every case's problems, PROFILES_AT_ONCE cases at a time."""
+    """Every case's problems."""
 
-    def run(case: tuple[Target, str, set[str]]) -> tuple[tuple[str, str], Problems]:
+    def check(case: tuple[Target, str, set[str]]) -> tuple[server.ServerProcess, Problems]:
         target, profile, checks = case
-        return (target.name, profile), case_problems(target, profile, upstream_url, db, checks)
+        return case_checked(target, profile, upstream_url, db, checks)
 
-    with ThreadPoolExecutor(PROFILES_AT_ONCE) as pool:
-        return dict(pool.map(run, cases))
+    def stop(
+        case: tuple[Target, str, set[str]], proc: server.ServerProcess, found: Problems
+    ) -> Problems:
+        return case_stopped(proc, found, case[2])
+
+    problems = checked_then_stopped(cases, check, stop)
+    return {(t.name, p): found for (t, p, _), found in zip(cases, problems, strict=True)}
