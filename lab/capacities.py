@@ -43,7 +43,11 @@ def without_notes(text: str) -> str:
     return "".join(out).strip()
 
 
-def table(path: Path = CONTRACT) -> dict[tuple[str, str], dict[str, str | None]]:
+# {(target, profile): {endpoint: formula or None}}
+Table = dict[tuple[str, str], dict[str, str | None]]
+
+
+def table(path: Path = CONTRACT) -> Table:
     """{(target, profile): {endpoint: formula or None}} from CONTRACT.md's capacity tables
     (every table whose header starts with '| target / profile |': the sleeps' and CPU's, the
     database's), merged; `min(T, P)` is kept, other parenthesised notes are dropped."""

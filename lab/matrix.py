@@ -360,13 +360,19 @@ def spec_cell(
 
 
 def same_capacity(
-    target: str, profile: str, endpoints: list[str], matrix: Matrix, contract: Contract
+    target: str,
+    profile: str,
+    endpoints: list[str],
+    matrix: Matrix,
+    contract: Contract,
+    table: capacities.Table | None = None,
 ) -> dict[str, str]:
     """{endpoint: the earlier endpoint with the same capacity} among the waiting endpoints
     (kind sleep) of one profile: the same parameters, the same service time and the same
     formula in CONTRACT.md's capacity tables (null, unbounded, included). The model predicts
-    two such cells alike: their capacity (or the VUs) over the same wait."""
-    row = capacities.table().get((target, profile), {})
+    two such cells alike: their capacity (or the VUs) over the same wait. table: those tables
+    read once for many profiles (None: read them here)."""
+    row = (capacities.table() if table is None else table).get((target, profile), {})
     first: dict[tuple[Any, ...], str] = {}
     repeats: dict[str, str] = {}
     for name in endpoints:
@@ -391,7 +397,8 @@ def not_run(matrix: Matrix, targets: list[Target] | None = None) -> list[str]:
     table = capacities.table()
     lines = []
     for target, profile, endpoints in _profiles(matrix, targets, contract):
-        for name, first in same_capacity(target.name, profile, endpoints, matrix, contract).items():
+        repeats = same_capacity(target.name, profile, endpoints, matrix, contract, table)
+        for name, first in repeats.items():
             formula = table[(target.name, profile)][name] or "unbounded"
             lines.append(f"{target.name}/{profile}/{name}: as /{first} ({formula})")
     return lines
@@ -436,11 +443,12 @@ def expand(matrix: Matrix, targets: list[Target] | None = None, seed: int = 0) -
     if not isinstance(matrix.python, list) or not all(isinstance(p, str) for p in matrix.python):
         raise MatrixError('python must be a list of strings, e.g. python = ["3.11", "3.13"]')
     base: list[Cell] = []
+    table = capacities.table() if matrix.distinct_capacities else None
     for target, profile, endpoints in _profiles(matrix, targets, contract):
         # Only Python targets have the interpreter axis; a Go cell runs once.
         pythons = (matrix.python or [""]) if target.language == "python" else [""]
         if matrix.distinct_capacities:
-            repeats = same_capacity(target.name, profile, endpoints, matrix, contract)
+            repeats = same_capacity(target.name, profile, endpoints, matrix, contract, table)
             endpoints = [e for e in endpoints if e not in repeats]
         for endpoint in endpoints:
             params = _params(endpoint, matrix, contract)

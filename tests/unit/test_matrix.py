@@ -133,7 +133,10 @@ def test_quick_is_every_default_profile_times_the_representative_endpoints() -> 
     assert {(c.target, c.endpoint) for c in cells} >= {
         (t.name, e) for t in TARGETS for e in ("hello", "sync", "cpu", "db")
     }
-    assert len(left) == 11 and len(not_run(matrix)) == 11  # 13 targets: 67 cells, not 78
+    # gin's /async and /blocking are unbounded like its /sync (CONTRACT.md's table): 11 cells
+    # left out with 13 targets, 67 run instead of 78; a new target may add to them
+    assert {("gin", "async"), ("gin", "blocking")} <= left
+    assert len(not_run(matrix)) == len(left)
 
 
 def test_distinct_capacities_leaves_out_a_wait_another_endpoint_measures() -> None:
@@ -462,7 +465,10 @@ def test_quick_matrix_holds_every_target() -> None:
     languages = {t.name for t in discover()}
     assert {c.target for c in expand(load_matrix("quick"))} == languages
     assert {c.target for c in cells} == {t.name for t in TARGETS} | set(COMING)  # 13 today
-    assert len(slow) == 10 and worst > 0
+    # flask's one sync worker holds /sync's slot (W); 10 slow cells with 13 targets, a new
+    # target may add to them
+    assert {c.id for c in cells if (c.target, c.endpoint) == ("flask", "sync")} <= slow
+    assert slow < {c.id for c in cells} and worst > 0
 
 
 def test_quick_matrix_fits_its_budget_with_every_target() -> None:
