@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,21 +34,40 @@ def collect(tmp_path: Path, folder: str, mark: str) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
-def test_a_test_in_its_kinds_folder_is_collected(tmp_path: Path) -> None:
-    done = collect(tmp_path, "e2e", "pytestmark = pytest.mark.e2e")
+# (folder, the module's mark) of each layout collected
+LAYOUTS = {
+    "in-its-folder": ("e2e", "pytestmark = pytest.mark.e2e"),
+    "outside-its-folder": ("unit", "pytestmark = pytest.mark.e2e"),
+    "without-a-kind": ("unit", ""),
+}
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Each layout collected, all at once: three pytest starts of ~4 s each (one CPU each)."""
+    with ThreadPoolExecutor(len(LAYOUTS)) as pool:
+        done = {
+            name: pool.submit(collect, tmp_path_factory.mktemp(name), folder, mark)
+            for name, (folder, mark) in LAYOUTS.items()
+        }
+        return {name: future.result() for name, future in done.items()}
+
+
+def test_a_test_in_its_kinds_folder_is_collected(collected: dict[str, Any]) -> None:
+    done = collected["in-its-folder"]
     assert done.returncode == 0, done.stdout + done.stderr
     assert "test_x.py::test_x" in done.stdout
 
 
-def test_a_test_outside_its_kinds_folder_stops_the_run(tmp_path: Path) -> None:
-    done = collect(tmp_path, "unit", "pytestmark = pytest.mark.e2e")
+def test_a_test_outside_its_kinds_folder_stops_the_run(collected: dict[str, Any]) -> None:
+    done = collected["outside-its-folder"]
     assert done.returncode != 0
     assert "tests outside their kind's folder: tests/unit/test_x.py::test_x (e2e)" in (
         done.stdout + done.stderr
     )
 
 
-def test_a_test_without_a_kind_stops_the_run(tmp_path: Path) -> None:
-    done = collect(tmp_path, "unit", "")
+def test_a_test_without_a_kind_stops_the_run(collected: dict[str, Any]) -> None:
+    done = collected["without-a-kind"]
     assert done.returncode != 0
     assert "tests without a kind: test_x.py" in done.stdout + done.stderr
