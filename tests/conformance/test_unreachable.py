@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from harness.support import get
-from harness.targets import TARGETS
+from harness.targets import TARGETS, start_target
 from harness.timed import checked_then_stopped
 
 from lab.contract import load
@@ -48,11 +48,15 @@ def problems(proc: server.ServerProcess) -> list[str]:
     return found
 
 
-def checked(target: Target) -> tuple[server.ServerProcess, Problems]:
+def checked(target: Target) -> tuple[server.ServerProcess | None, Problems]:
     nowhere = f"http://127.0.0.1:{server.free_port()}"  # nothing listens there
     no_db = f"postgresql://postgres@127.0.0.1:{server.free_port()}/postgres"
-    env = {"WORKERS": "1", "DATABASE_URL": no_db}
-    proc = server.target_server(target, upstream_url=nowhere, env=env).start()
+    try:  # beside other starts: a port taken between its pick and the bind is picked again
+        proc = start_target(
+            target, target.default_profile, nowhere, WORKERS="1", DATABASE_URL=no_db
+        )
+    except server.ServerError as exc:  # this target's test says so, the others run
+        return None, {"answers": f"did not start: {exc}"}
     try:
         found = problems(proc)
     except Exception as exc:  # the server is stopped all the same
@@ -60,9 +64,9 @@ def checked(target: Target) -> tuple[server.ServerProcess, Problems]:
     return proc, {"answers": f"{found} (log {proc.log_path})" if found else None}
 
 
-def stopped(proc: server.ServerProcess, found: Problems) -> Problems:
-    report = proc.stop()
-    return {**found, "stop": None if report.clean else f"SIGTERM left: {report}"}
+def stopped(proc: server.ServerProcess | None, found: Problems) -> Problems:
+    report = proc.stop() if proc else None
+    return {**found, "stop": None if not report or report.clean else f"SIGTERM left: {report}"}
 
 
 @pytest.fixture(scope="module")

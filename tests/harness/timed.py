@@ -46,6 +46,7 @@ CHECKS = {
 Problems = dict[str, str | None]  # an endpoint's name (or REFUSAL) -> why it failed, or None
 Timed = dict[tuple[str, str], Problems]  # (target, profile) -> its problems
 C = TypeVar("C")  # a case, as its batch names it
+P = TypeVar("P")  # what its check hands to its stop: its server
 
 
 def checkable(capacity: int | None) -> bool:
@@ -93,8 +94,8 @@ def case_stopped(proc: server.ServerProcess, found: Problems, checks: set[str]) 
 
 def checked_then_stopped(
     cases: Iterable[C],
-    check: Callable[[C], tuple[server.ServerProcess, Problems]],
-    stop: Callable[[C, server.ServerProcess, Problems], Problems],
+    check: Callable[[C], tuple[P, Problems]],
+    stop: Callable[[C, P, Problems], Problems],
     at_once: int = PROFILES_AT_ONCE,
 ) -> list[Problems]:
     """Each case checked (its server started and its claims timed), `at_once` cases at a
