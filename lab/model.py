@@ -156,6 +156,9 @@ class Demand:
     # the kernel's interrupt work on k6's CPUs per request beside the upstream or the database
     # (their packets' softirq, which no process's CPU time holds)
     load_kernel_ms: float | None = None
+    # k6's costs above were measured with a new connection per request: the server closes
+    # its connections, and k6 reconnects for every request
+    loadgen_reconnects: bool = False
 
     def load_side_ms(self, cpus: float = 1.0) -> float:
         """The load side's CPU per request at the rate that saturates its `cpus`."""
@@ -672,8 +675,9 @@ def limit_text(bound: str, r: Any) -> str:
         case "server-cpu":
             text = f"server CPU {f(r.server_cpu_ms, 'ms')}/request"
         case "loadgen":
+            anew = " on a new connection each" if getattr(r, "loadgen_reconnects", None) else ""
             text = (
-                f"{load_generators(r)}k6 {f(r.loadgen_us, 'µs')}/request "
+                f"{load_generators(r)}k6 {f(r.loadgen_us, 'µs')}/request{anew} "
                 f"→ {f(r.loadgen_rps_max, 'rps')} max"
             )
         case "upstream-cpu":
@@ -737,7 +741,10 @@ def observed(bound: str, r: Any) -> str:
             if not r.capacity:
                 return ""
             held = "slot" if bound == "slots" else "connection"
-            return f"each {held} held {_num(r.capacity / rps * 1000.0, 'ms')}/request"
+            # a hold the model takes for CPU alone (no wait): the CPU the load used beside it
+            cpu = "" if r.service_ms else per_request(r.server_cpu_pct, 1000.0, "ms")
+            text = f"each {held} held {_num(r.capacity / rps * 1000.0, 'ms')}/request"
+            return f"{text} (server CPU {cpu})" if cpu else text
         case "vus" | "open-rate":
             if r.lat_avg_ms is None:
                 return ""

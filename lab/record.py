@@ -98,6 +98,9 @@ class CellResult:
     # k6's CPU per request (µs) where its requests wait, and the rate it was measured at
     loadgen_paced_us: float | None = None
     loadgen_paced_rps: float | None = None
+    # the server closed its connections after each reply: k6's costs above are those of a new
+    # connection per request, as k6 then opens them
+    loadgen_reconnects: bool | None = None
     lockstep: float | None = None  # 0-1: how far the calibration's requests moved as one group
     loadgen_rps_max: float | None = None  # the load side's ceiling on its CPUs
     predicted_rps: float | None = None

@@ -21,6 +21,9 @@ class Reply:
     seconds: float
     start: float = 0.0  # offsets from the batch's release, in seconds
     end: float = 0.0
+    # the server closed the connection after this reply (Connection: close, or HTTP/1.0):
+    # the next request on it opens a new one, as k6 then does for every request
+    closed: bool = False
 
 
 def _connect(base: str, timeout: float) -> http.client.HTTPConnection:
@@ -30,16 +33,17 @@ def _connect(base: str, timeout: float) -> http.client.HTTPConnection:
     return conn
 
 
-def _exchange(conn: http.client.HTTPConnection, path: str) -> tuple[int, str, Any]:
+def _exchange(conn: http.client.HTTPConnection, path: str) -> tuple[int, str, Any, bool]:
     conn.request("GET", path)
     response = conn.getresponse()
+    closed = response.will_close
     raw = response.read()
     content_type = response.getheader("Content-Type", "")
     try:
         body: Any = json.loads(raw)
     except ValueError:
         body = raw.decode(errors="replace")
-    return response.status, content_type, body
+    return response.status, content_type, body, closed
 
 
 class Connection:
@@ -50,8 +54,8 @@ class Connection:
 
     def get(self, path: str) -> Reply:
         started = time.perf_counter()
-        status, content_type, body = _exchange(self.conn, path)
-        return Reply(status, content_type, body, time.perf_counter() - started)
+        status, content_type, body, closed = _exchange(self.conn, path)
+        return Reply(status, content_type, body, time.perf_counter() - started, closed=closed)
 
     def __enter__(self) -> Connection:
         return self
@@ -65,8 +69,8 @@ def get(base: str, path: str, timeout: float = 30.0) -> Reply:
     conn = _connect(base, timeout)
     try:
         started = time.perf_counter()
-        status, content_type, body = _exchange(conn, path)
-        return Reply(status, content_type, body, time.perf_counter() - started)
+        status, content_type, body, closed = _exchange(conn, path)
+        return Reply(status, content_type, body, time.perf_counter() - started, closed=closed)
     finally:
         conn.close()
 
@@ -83,10 +87,10 @@ def batch(base: str, path: str, k: int, timeout: float = 30.0) -> tuple[float, l
         release.wait()
         started = time.perf_counter()
         try:
-            status, content_type, body = _exchange(conns[i], path)
+            status, content_type, body, closed = _exchange(conns[i], path)
             ended = time.perf_counter()
             replies[i] = Reply(
-                status, content_type, body, ended - started, started - t0, ended - t0
+                status, content_type, body, ended - started, started - t0, ended - t0, closed
             )
         except BaseException as exc:  # reported by the caller
             replies[i] = exc

@@ -56,6 +56,9 @@ PACED_INTERVAL_S = 0.5
 # k6 at this share of its CPUs is the bottleneck of the reference cell: k6's Go runtime never
 # reaches 100 % (measured: CONTRACT.md, 'The capacity model', k6 per request).
 K6_BOUND_PCT = 75.0
+# k6's flag for a new connection per request, and the suffix of that reference's files
+NO_REUSE = "--no-connection-reuse"
+RECONNECT_SUFFIX = "-reconnect"
 
 
 class CalibrationError(RuntimeError):
@@ -112,6 +115,9 @@ class ServerCost:
     # The kernel's interrupt work on the load side's CPUs per request beside the upstream's or
     # the database's (their packets' softirq: no process's CPU time holds it; None: not read)
     load_kernel_ms: float | None = None
+    # The server closed its connections after each reply (gunicorn's sync worker does): k6
+    # then opens a new one for every request, which costs it 2-3 times a kept-alive one's
+    closes: bool = False
 
 
 def calibration_query(endpoint: Endpoint, cell: Cell, wait_ms: int = 0) -> str:
@@ -211,9 +217,12 @@ def server_cost(
     k = max(1, min(cell.vus, PARALLEL))
     conns = [probe.Connection(base, timeout=60) for _ in range(k)]
     try:
+        closes = False
         for c in conns:  # a connection's first request pays for lazy set-up
-            if c.get(path).status != 200:
+            first = c.get(path)
+            if first.status != 200:
                 raise CalibrationError(f"calibration request {path} failed")
+            closes = closes or first.closed
         srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
         up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db0 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
@@ -249,7 +258,9 @@ def server_cost(
     lockstep = None
     if waits is not None and endpoint.kind != "cpu":  # Z holds the waits' overshoot
         lockstep = model.lockstep_share(k, waits + overhead, cpu_ms, client_ms, cycle_ms)
-    return ServerCost(cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait, lockstep, kernel_ms)
+    return ServerCost(
+        cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait, lockstep, kernel_ms, closes
+    )
 
 
 def measures_wait(endpoint: Endpoint) -> bool:
@@ -326,6 +337,9 @@ class LoadgenCost:
     # rate it ran at: what k6 costs where it is not the bottleneck (lab.model.k6_busy)
     paced_us: float | None = None
     paced_rps: float | None = None
+    # measured with a new connection per request (k6's --no-connection-reuse): the cost of a
+    # cell whose server closes its connections (ServerCost.closes), where k6 reconnects each time
+    reconnects: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -347,6 +361,7 @@ def loadgen_cost(
     vus: int,
     instances: list[loadgen.Instance] | None = None,
     host: str = server.HOST,
+    reconnect: bool = False,
 ) -> LoadgenCost:
     """k6's cost per request on its own CPUs at `vus` VUs (it grows with the VUs, measured:
     CONTRACT.md, 'The capacity model'): lab.js on the Go target's /hello (the cheapest server
@@ -355,12 +370,16 @@ def loadgen_cost(
     run as the cell's will be (the runner's: each instance's CPUs, execution segment,
     per-request output and load host's namespace, all of which cost k6 CPU: two instances on
     one CPU 27-43 % more a request than one, the links of two load hosts' namespaces about
-    20 % more again); None: one k6 on k6_cpus. Falls back to ASSUMED_K6_US, saying so."""
+    20 % more again); None: one k6 on k6_cpus. reconnect: every request on a new connection,
+    as k6 sends them to a server that closes each one (measured: CONTRACT.md, 'The capacity
+    model', k6 per request). Falls back to ASSUMED_K6_US, saying so."""
     cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
     given = os.environ.get("LAB_K6_US", "")
     with contextlib.suppress(ValueError):
         if float(given) > 0:  # a value measured before, to save the 6 s (recorded as given)
-            return LoadgenCost(float(given), None, cpus, "given: LAB_K6_US", vus)
+            return LoadgenCost(
+                float(given), None, cpus, "given: LAB_K6_US", vus, reconnects=reconnect
+            )
     try:
         from lab.targets import find
 
@@ -371,6 +390,12 @@ def loadgen_cost(
     if instances is None:
         name = folder / f"loadgen-{vus}-k6"
         instances = [loadgen.Instance(name.with_suffix(".json"), name.with_suffix(".log"), k6_cpus)]
+    several = f", {len(instances)} instances" if len(instances) > 1 else ""
+    written = ", every request written" if any(i.run_args for i in instances) else ""
+    inside = ", from load hosts' namespaces" if any(i.prefix for i in instances) else ""
+    anew = ", a new connection each" if reconnect else ""
+    if reconnect:
+        instances = [_renamed(i, RECONNECT_SUFFIX, (*i.run_args, NO_REUSE)) for i in instances]
     proc: server.ServerProcess | None = None
     try:
         proc = server.target_server(
@@ -378,7 +403,7 @@ def loadgen_cost(
             gin.default_profile,
             host=host,
             cpus=server_cpus,
-            log=folder / f"loadgen-{vus}-server.log",
+            log=folder / f"loadgen-{vus}{RECONNECT_SUFFIX if reconnect else ''}-server.log",
         )
         proc.start(30)
         cell = Cell("gin", gin.default_profile, "hello", (), vus, None, LOADGEN_DURATION, 1)
@@ -389,26 +414,25 @@ def loadgen_cost(
         paced_rps: float | None = None
         try:  # without it, k6 costs its top rate's at every rate (the model says so)
             paced_rps, pct_paced = _k6_reading(
-                paced, proc.url, [_paced(i) for i in instances], PACED_INTERVAL_S
+                paced, proc.url, [_renamed(i, "-paced") for i in instances], PACED_INTERVAL_S
             )
             paced_us = pct_paced / 100.0 / paced_rps * 1e6
         except CalibrationError:
             paced_rps = None
-        several = f", {len(instances)} instances" if len(instances) > 1 else ""
-        written = ", every request written" if any(i.run_args for i in instances) else ""
-        inside = ", from load hosts' namespaces" if any(i.prefix for i in instances) else ""
         return LoadgenCost(
             us,
             rps,
             cpus,
-            f"measured: lab.js, {vus} VUs on gin /hello{several}{written}{inside} ({how})",
+            f"measured: lab.js, {vus} VUs on gin /hello{several}{written}{inside}{anew} ({how})",
             vus,
             pct / 100.0 / rps * 1e6,
             paced_us,
             paced_rps,
+            reconnect,
         )
     except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
-        return LoadgenCost(ASSUMED_K6_US, None, cpus, f"assumed: measurement failed ({exc})", vus)
+        failed = f"assumed: measurement failed ({exc})"
+        return LoadgenCost(ASSUMED_K6_US, None, cpus, failed, vus, reconnects=reconnect)
     finally:
         if proc:
             proc.stop()
@@ -433,10 +457,17 @@ def _k6_reading(
     return float(rate), float(sum(busy))  # type: ignore[arg-type]
 
 
-def _paced(inst: loadgen.Instance) -> loadgen.Instance:
-    """The instance writing its summary and log beside the reference cell's, not over them."""
-    paced = inst.summary.with_name(f"{inst.summary.stem}-paced.json")
-    return replace(inst, summary=paced, log=inst.log.with_name(f"{inst.log.stem}-paced.log"))
+def _renamed(
+    inst: loadgen.Instance, suffix: str, run_args: tuple[str, ...] | None = None
+) -> loadgen.Instance:
+    """The instance writing its summary and log beside the reference cell's, not over them
+    (and with other flags of `k6 run`, when given)."""
+    return replace(
+        inst,
+        summary=inst.summary.with_name(f"{inst.summary.stem}{suffix}.json"),
+        log=inst.log.with_name(f"{inst.log.stem}{suffix}.log"),
+        run_args=inst.run_args if run_args is None else run_args,
+    )
 
 
 def with_duration(cell: Cell, seconds: float) -> Cell:

@@ -200,7 +200,8 @@ class Runner:
         self.database_stop: dict[str, Any] | None = None
         self.servers: dict[str, Any] = {}
         # k6's cost per request, measured once per VU count (it grows with the VUs)
-        self.loadgen: dict[int, calibrate.LoadgenCost] = {}
+        # k6's cost per request by (VUs, whether it reconnects for every request)
+        self.loadgen: dict[tuple[int, bool], calibrate.LoadgenCost] = {}
         # the next cell, its server started while the last one's stopped (cell's following)
         self.upcoming: Attempt | None = None
         # the CPUs' speed: the check before the first cell, the probes between cells since
@@ -353,9 +354,11 @@ class Runner:
             return ""
         return f"host CV {float(self.stability.get('cv_1s') or 0):.1%}"
 
-    def loadgen_cost(self, vus: int) -> calibrate.LoadgenCost:
-        """k6's cost per request at this many VUs, measured the first time it is needed."""
-        if vus not in self.loadgen:
+    def loadgen_cost(self, vus: int, reconnect: bool = False) -> calibrate.LoadgenCost:
+        """k6's cost per request at this many VUs (reconnect: on a new connection each, as
+        against a server that closes them), measured the first time it is needed."""
+        key = (vus, reconnect)
+        if key not in self.loadgen:
             # k6 measured as the cells run it: split, writing every request, in namespaces
             folder = self.run.path / "calibration"
             several = self.options.loadgens > 1 or self.network is not None
@@ -366,8 +369,9 @@ class Runner:
                 vus,
                 self._instances(f"loadgen-{vus}", folder, folder) if several else None,
                 self._host(),
+                reconnect,
             )
-            self.loadgen[vus] = cost
+            self.loadgen[key] = cost
             paced = (
                 f"; {cost.paced_us:.0f} µs paced at {cost.paced_rps:.0f} rps"
                 if cost.paced_us and cost.paced_rps
@@ -378,7 +382,7 @@ class Runner:
                 f"({cost.source})",
                 file=sys.stderr,
             )
-        return self.loadgen[vus]
+        return self.loadgen[key]
 
     def _upstream_url(self) -> str:
         if self.upstream is None or not self.upstream.alive():
@@ -862,7 +866,6 @@ class Runner:
         """The model's inputs, measured on the idle server (and k6's cost per request at this
         many VUs, measured once); a db cell's database's CPU per request when it is ours.
         wall_s: the calibration's window (calibrate.server_cost)."""
-        k6 = self.loadgen_cost(cell.vus)
         upstream_pid = self.upstream.pid if endpoint.kind == "upstream" and self.upstream else None
         db_pid = database.proc.pid if database and database.proc else None  # its whole tree
         cost = calibrate.server_cost(
@@ -875,6 +878,7 @@ class Runner:
             wall_s=wall_s,
             load_cpus=self.k6_cpus,  # this process runs there (None: not pinned)
         )
+        k6 = self.loadgen_cost(cell.vus, reconnect=cost.closes)
         service = endpoint.service_ms(dict(cell.params))
         if service is None:  # "calibrated" in the contract (/db-rows): the wait measured
             service = cost.wait_ms
@@ -894,6 +898,7 @@ class Runner:
             db_cpu_ms=cost.db_cpu_ms,
             lockstep=cost.lockstep,
             load_kernel_ms=cost.load_kernel_ms,
+            loadgen_reconnects=k6.reconnects,
         )
 
     def _load_cpus(self) -> int:
@@ -1032,6 +1037,7 @@ class Runner:
             loadgen_us=demand.loadgen_us,
             loadgen_paced_us=demand.loadgen_paced_us,
             loadgen_paced_rps=demand.loadgen_paced_rps,
+            loadgen_reconnects=demand.loadgen_reconnects,
             lockstep=demand.lockstep if grouped else None,  # the share the model used
             loadgen_rps_max=p.loadgen_rps_max,
             predicted_rps=p.rps,

@@ -219,3 +219,79 @@ def test_k6_cost_is_measured_as_the_cells_k6_runs(
     assert list(second.run_args) == segments.k6_args(
         1, 2, folder / f"loadgen-50.1{segments.SAMPLES_SUFFIX}"
     )
+
+
+def test_k6_is_measured_reconnecting_for_a_server_that_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against a server that closes every connection k6 opens a new one per request (2-3 times
+    the CPU of a kept-alive one): its reference runs then send every request on a new
+    connection (--no-connection-reuse, top and paced), in files of their own beside the
+    kept-alive ones', and the cost says how it was measured; the split cell's flags stay."""
+    from lab.matrix import Cell
+    from lab.run import calibrate
+
+    readings: list[list[loadgen.Instance]] = []
+
+    def reading(cell: Cell, url: str, instances: list[loadgen.Instance], interval: float) -> Any:
+        readings.append(instances)
+        return (2000.0, 90.0) if cell.endpoint == "hello" else (490.0, 12.0)
+
+    monkeypatch.delenv("LAB_K6_US", raising=False)
+    monkeypatch.setattr(calibrate.server, "target_server", lambda *a, **k: StubServer())
+    monkeypatch.setattr(calibrate, "_k6_reading", reading)
+    kept = calibrate.loadgen_cost([1], [0], tmp_path, 50)
+    anew = calibrate.loadgen_cost([1], [0], tmp_path, 50, reconnect=True)
+    assert not kept.reconnects and anew.reconnects
+    assert "a new connection each" in anew.source and "new connection" not in kept.source
+    (top, paced), (top_anew, paced_anew) = readings[:2], readings[2:]
+    for plain, new in ((top, top_anew), (paced, paced_anew)):
+        assert calibrate.NO_REUSE not in plain[0].run_args
+        assert list(new[0].run_args) == [calibrate.NO_REUSE]
+        assert new[0].summary != plain[0].summary and new[0].log != plain[0].log
+    split = [
+        loadgen.Instance(tmp_path / f"s{i}.json", tmp_path / f"s{i}.log", [1], ("--segment",))
+        for i in range(2)
+    ]
+    readings.clear()
+    both = calibrate.loadgen_cost([1], [0], tmp_path, 50, split, reconnect=True)
+    assert "every request written" in both.source and "2 instances" in both.source
+    assert all(list(i.run_args) == ["--segment", calibrate.NO_REUSE] for i in readings[0])
+
+
+# A server that keeps its connections (HTTP/1.1) or closes each after its reply (HTTP/1.0,
+# as gunicorn's sync worker does with Connection: close).
+KEEPS_OR_CLOSES = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = sys.argv[2]
+    def log_message(self, *a): pass
+    def do_GET(self):
+        body = b'{"endpoint": "hello"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+@pytest.mark.parametrize("protocol, closes", [("HTTP/1.1", False), ("HTTP/1.0", True)])
+def test_the_calibration_tells_a_server_that_closes_its_connections(
+    protocol: str, closes: bool
+) -> None:
+    """The calibration's first replies say whether the server closes its connections (the
+    runner then measures k6 reconnecting); its requests go on, each on a new connection."""
+    from harness.support import script_server
+
+    from lab.contract import load
+    from lab.matrix import Cell
+    from lab.run import calibrate
+
+    cell = Cell("fake", "closing", "hello", (), 50, None, "3s", 1)
+    with script_server(KEEPS_OR_CLOSES, protocol) as (base, pid):
+        cost = calibrate.server_cost(base, load()["hello"], cell, pid, wall_s=0.3)
+    assert cost.closes is closes
+    assert cost.requests >= calibrate.MIN_REQUESTS and cost.cpu_ms

@@ -537,6 +537,10 @@ def test_limit_text_names_the_resource_and_its_number() -> None:
     row = CellResult(server_cpu_ms=104.0, loadgen_us=120.0, loadgen_rps_max=8000.0)
     assert model.limit_text("server-cpu", row) == "server CPU 104 ms/request"
     assert model.limit_text("loadgen", row) == "k6 120 µs/request → 8,000 rps max"
+    row.loadgen_reconnects = True  # a server that closes its connections
+    assert model.limit_text("loadgen", row) == (
+        "k6 120 µs/request on a new connection each → 8,000 rps max"
+    )
     assert model.limit_text("server-cpu", CellResult(server_cpu_ms=0.5)) == (
         "server CPU 0.5 ms/request"
     )
@@ -555,8 +559,13 @@ def test_a_miss_shows_what_the_load_saw_of_its_bound() -> None:
                             server_cpu_pct=97.85, efficiency=0.97)) == (
         "server CPU 1.72 ms/request"
     )  # fmt: skip
-    slots = CellResult(capacity=1, service_ms=100.0, rps=7.9, efficiency=0.78)
-    assert model.observed("slots", slots) == "each slot held 127 ms/request"
+    slots = CellResult(capacity=1, service_ms=100.0, rps=7.9, efficiency=0.78, server_cpu_pct=5)
+    assert model.observed("slots", slots) == "each slot held 127 ms/request"  # a wait's
+    # Flask's /hello (issue 24): the one slot held beyond its CPU, waiting for k6's close
+    flask = CellResult(capacity=1, service_ms=0.0, rps=2058.4, server_cpu_pct=79.47)
+    assert model.observed("slots", flask) == (
+        "each slot held 0.486 ms/request (server CPU 0.386 ms/request)"
+    )
     vus = CellResult(vus=100, rps=810.0, lat_avg_ms=123.4, predicted_latency_ms=106.2)
     assert model.observed("vus", vus) == "a request took 123 ms (predicted 106 ms)"  # no d
     k6 = CellResult(rps=9000.0, k6_cpu_pct=90.0)
@@ -797,21 +806,25 @@ def test_k6_is_calibrated_once_per_vu_count(monkeypatch: pytest.MonkeyPatch, tmp
     from lab.run import calibrate, runner
     from lab.rundir import RunDir
 
-    calls: list[int] = []
+    calls: list[tuple[int, bool]] = []
 
     def measure(
-        k6: Any, srv: Any, folder: Any, vus: int, instances: Any, host: str
+        k6: Any, srv: Any, folder: Any, vus: int, instances: Any, host: str, reconnect: bool
     ) -> calibrate.LoadgenCost:
         assert instances is None  # one k6 a cell, on loopback: nothing written per request
         assert host == "127.0.0.1"
-        calls.append(vus)
-        return calibrate.LoadgenCost(100.0 + vus, None, 1, "measured: stub", vus)
+        calls.append((vus, reconnect))
+        cost = 100.0 + vus + (1000.0 if reconnect else 0.0)
+        return calibrate.LoadgenCost(cost, None, 1, "measured: stub", vus, reconnects=reconnect)
 
     monkeypatch.setattr(calibrate, "loadgen_cost", measure)
     r = runner.Runner(RunDir.create(tmp_path), runner.Options(pin=False))
     costs = [r.loadgen_cost(v).us_per_request for v in (50, 100, 50, 50, 100)]
     assert costs == [150.0, 200.0, 150.0, 150.0, 200.0]
-    assert calls == [50, 100]
+    # a server that closes its connections: k6's cost on a new connection each, measured once
+    anew = [r.loadgen_cost(v, reconnect=True).us_per_request for v in (50, 50)]
+    assert anew == [1150.0, 1150.0] and r.loadgen_cost(50).us_per_request == 150.0
+    assert calls == [(50, False), (100, False), (50, True)]
 
 
 def test_the_runner_predicts_a_burst_cell_as_a_burst(tmp_path: Any) -> None:
