@@ -50,7 +50,9 @@ from lab.targets import discover, find
 # saturated first answers its queue, 2.3-4.1 s).
 OVERHEAD_S = {"go": 1.4, "node": 4.4, "python": 3.7, "java": 11.0}
 # k6's own cost per request, measured once per run at each VU count (lab.run.calibrate:
-# its reference run of 2 s, its paced run of 3 s and their starts): 7.8 s.
+# its reference run of 2 s, its paced run of 3 s and their starts): 7.8 s. A run with a
+# server that closes its connections measures it again, reconnecting (not in the estimate:
+# which servers close is known once they answer).
 LOADGEN_COST_S = 8.0
 # A language not measured yet: the costliest measured (a JVM's start and its JIT's warm-up);
 # its own figure replaces it once measured.
@@ -199,8 +201,8 @@ class Runner:
         self.database_restarts = 0
         self.database_stop: dict[str, Any] | None = None
         self.servers: dict[str, Any] = {}
-        # k6's cost per request, measured once per VU count (it grows with the VUs)
-        # k6's cost per request by (VUs, whether it reconnects for every request)
+        # k6's cost per request, measured once per VU count (it grows with the VUs) and per
+        # connection handling: whether it reconnects for every request (a closing server)
         self.loadgen: dict[tuple[int, bool], calibrate.LoadgenCost] = {}
         # the next cell, its server started while the last one's stopped (cell's following)
         self.upcoming: Attempt | None = None

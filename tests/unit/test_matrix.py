@@ -425,7 +425,7 @@ def quick_worst_case() -> tuple[list[Cell], set[str], float]:
     """Quick's cells with every target (and those in COMING), its slow cells, and its worst
     case: the estimate (each cell's load and its language's measured overhead) plus every
     slow cell lengthened to the matrix's cap, k6's grace after it, and the others' tails."""
-    from lab.run.runner import estimate_s
+    from lab.run.runner import LOADGEN_COST_S, estimate_s
 
     quick = load_matrix("quick")
     cells = expand(quick)
@@ -457,6 +457,9 @@ def quick_worst_case() -> tuple[list[Cell], set[str], float]:
         and (load()[c.endpoint].service_ms(dict(c.params)) or 0) > 0
     }
     worst = estimate_s(cells, languages) + extra * len(slow) + TAIL_S * (len(cells) - len(slow))
+    # a server that closes its connections (Flask's gunicorn sync) costs k6's reference run
+    # again at each VU count, reconnecting (lab.run.calibrate.loadgen_cost)
+    worst += LOADGEN_COST_S * len({c.vus for c in cells})
     return cells, slow, worst
 
 
