@@ -724,7 +724,15 @@ def observed(bound: str, r: Any) -> str:
 
     match bound:
         case "server-cpu":
-            return per_request(r.server_cpu_pct, 1000.0, "ms")
+            text = per_request(r.server_cpu_pct, 1000.0, "ms")
+            if text and r.server_cpu_bound is False and r.lat_avg_ms is not None:
+                # its CPUs had time to spare: what the load was short of is a request's time
+                text += (
+                    f" at {r.server_cpu_pct:.0f} % of a CPU, not saturated: a request took "
+                    f"{_num(r.lat_avg_ms, 'ms')} "
+                    f"(predicted {_num(r.predicted_latency_ms, 'ms')})"
+                )
+            return text
         case "upstream-cpu":
             return per_request(r.upstream_cpu_pct, 1000.0, "ms")
         case "db-cpu":

@@ -559,6 +559,22 @@ def test_a_miss_shows_what_the_load_saw_of_its_bound() -> None:
                             server_cpu_pct=97.85, efficiency=0.97)) == (
         "server CPU 1.72 ms/request"
     )  # fmt: skip
+    # Express /upstream?ms=100&n=10 at 100 VUs (run 20261128-184910): its CPU per request as
+    # calibrated, its loop 70 % busy; the miss is a request's time, and the reading says so
+    loop = CellResult(
+        server_cpu_ms=1.32,
+        rps=530.5,
+        server_cpu_pct=69.83,
+        efficiency=0.70,
+        server_cpu_bound=False,
+        lat_avg_ms=190.2,
+        predicted_latency_ms=132.2,
+    )
+    assert model.observed("server-cpu", loop) == (
+        "1.32 ms/request at 70 % of a CPU, not saturated: a request took 190 ms (predicted 132 ms)"
+    )
+    loop.server_cpu_bound = True  # saturated: the CPU per request is the whole story
+    assert model.observed("server-cpu", loop) == "1.32 ms/request"
     slots = CellResult(capacity=1, service_ms=100.0, rps=7.9, efficiency=0.78, server_cpu_pct=5)
     assert model.observed("slots", slots) == "each slot held 127 ms/request"  # a wait's
     # Flask's /hello (issue 24): the one slot held beyond its CPU, waiting for k6's close
