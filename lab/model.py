@@ -732,7 +732,7 @@ def observed(bound: str, r: Any) -> str:
                     f"{_num(r.lat_avg_ms, 'ms')} "
                     f"(predicted {_num(r.predicted_latency_ms, 'ms')})"
                 )
-            return text
+            return text + _collector(r) if text else ""
         case "upstream-cpu":
             return per_request(r.upstream_cpu_pct, 1000.0, "ms")
         case "db-cpu":
@@ -761,8 +761,19 @@ def observed(bound: str, r: Any) -> str:
             return (
                 f"a request took {_num(r.lat_avg_ms, 'ms')} "
                 f"(predicted {_num(r.predicted_latency_ms, 'ms')}{beside})"
-            )
+            ) + (_collector(r) if bound == "vus" else "")
     return ""
+
+
+def _collector(r: Any) -> str:
+    """The garbage collector's share of the server's CPU under the load beside the
+    calibration's, where the server timed it (/info's collector: Python's); '' elsewhere."""
+    gc = getattr(r, "gc_pct", None)
+    if gc is None:
+        return ""
+    before = getattr(r, "gc_calibration_pct", None)
+    then = "" if before is None else f" ({before:.0f} % in the calibration)"
+    return f"; the collector {gc:.0f} % of the server's CPU{then}"
 
 
 def lockstep_applies(kind: str, endpoint: str, info: dict[str, Any]) -> bool:

@@ -127,6 +127,11 @@ class CellResult:
     # the share of the server's CPU during the load in its JIT's compiler threads (/info's
     # compiler_threads), in %: over model.COMPILING on a cell bound by that CPU, it is censored
     jit_compiling_pct: float | None = None
+    # the share of the server's CPU its garbage collector took (/info's collector: Python's),
+    # in %, during the load and during the calibration before it: an observation, not a model
+    # input (lab.run.collector)
+    gc_pct: float | None = None
+    gc_calibration_pct: float | None = None
     server_start_s: float | None = None
     server_stop_s: float | None = None
     cell_s: float | None = None

@@ -12,7 +12,9 @@ from importlib.metadata import version
 from typing import Any
 
 from lab.contract import load
-from labkit import knobs
+from labkit import collector, knobs
+
+collector.install()  # from the worker's start: the runner reads differences
 
 # Servers found by the modules they load. gunicorn first: its uvicorn worker loads uvicorn too.
 SERVERS = ("gunicorn", "granian", "uvicorn", "hypercorn")
@@ -99,6 +101,7 @@ def base(
         "worker_cpus": 1 if gil_enabled() else None,
         "cpus": knobs.cpus(),
         "graceful_timeout_s": graceful,
+        "collector": collector.totals(),
         **({"server_options": opts} if (opts := server_options(name)) else {}),
     }
 

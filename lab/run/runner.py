@@ -30,7 +30,7 @@ from lab.proc import children, cpuspeed, interrupt, netns, probe, server
 from lab.proc.database import Database, DatabaseError, DatabaseUnavailable, display_url
 from lab.proc.sampler import Sampler
 from lab.record import CellResult, utc_now
-from lab.run import calibrate, loadgen, segments, warmup
+from lab.run import calibrate, collector, loadgen, segments, warmup
 from lab.run.progress import Progress, clock
 from lab.rundir import RunDir
 from lab.targets import discover, find
@@ -641,6 +641,8 @@ class Runner:
         complete)."""
         cell, endpoint, row = attempt.cell, attempt.endpoint, attempt.row
         warm_up(attempt.base, endpoint, cell)
+        served = attempt.proc.pid if attempt.proc else None
+        gc_before = collector.read(attempt.base, served)
         # The model's inputs, on the idle server, and its prediction: before the load. Where
         # the wait dwarfs the CPU, a short calibration window does: it is kept only if the
         # prediction hardly depends on what it read, else the whole window is measured.
@@ -682,6 +684,8 @@ class Runner:
         )
         prediction, seconds = self._bursts(attempt, demand, prediction, seconds)
         self._tolerance(attempt, demand, prediction, wall, seconds)
+        gc_after = collector.read(attempt.base, served)  # the calibration's share of it
+        row.gc_calibration_pct = collector.share_pct(gc_before, gc_after)
         return seconds
 
     def _load(self, attempt: Attempt, seconds: float) -> CellFacts:
@@ -696,6 +700,9 @@ class Runner:
             raise CellError(f"refusing to load {host}: not loopback nor the lab's own bridge")
         attempt.upstream = self.upstream if attempt.endpoint.kind == "upstream" else None
         instances = self._instances(attempt.stem)
+        served = attempt.proc.pid if attempt.proc else None
+        timed = row.bound in collector.LOAD_BOUNDS
+        gc_before = collector.read(attempt.base, served) if timed else None
         attempt.k6run = loadgen.start_group(
             calibrate.with_duration(attempt.cell, seconds),
             attempt.base,
@@ -712,12 +719,13 @@ class Runner:
         if attempt.database and attempt.database.proc:
             pids["database"] = attempt.database.proc.pid  # so does the database
         attempt.sampler = Sampler(pids).start()
-        served = attempt.proc.pid if attempt.proc else None
         compilers = warmup.compiler_threads(attempt.info) if served else ()
         jit = warmup.cpu_reading(served, compilers) if served and compilers else None
         budget = seconds + self.options.k6_margin_s
         code, which = attempt.k6run.wait(timeout=budget)
         usage = attempt.sampler.stop()
+        if gc_before:
+            row.gc_pct = collector.share_pct(gc_before, collector.read(attempt.base, served))
         if jit and served:  # the compiler threads' share of the server's CPU meanwhile
             after = warmup.cpu_reading(served, compilers)
             row.jit_compiling_pct = round(100 * warmup.compiling_share(jit, after), 1)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from harness.claims import (
+    collector_problem,
     cpu_claim_problem,
     process_problem,
     query,
@@ -201,4 +202,18 @@ def test_upstream_calls_counted_at_the_upstream(
 
 def test_processes_serving(served: Served) -> None:
     problem = process_problem(served.proc, served.info)
+    assert problem is None, problem
+
+
+# --- 8. the collector's time, where the runtime states it --------------------------------------
+
+
+def test_collector_timed(served: Served) -> None:
+    """Python targets state /info's collector (labkit.collector: the runner reads it around
+    the calibration and the load); it counts the collections real requests cause and stays
+    within the process's CPU time."""
+    if served.info.get("language") != "python":
+        pytest.skip("only Python's runtime states its collector")
+    assert "collector" in served.info, "a Python target states /info's collector"
+    problem = collector_problem(served.url)
     assert problem is None, problem

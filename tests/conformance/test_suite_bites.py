@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -111,7 +112,10 @@ def start_kit(  # type: ignore[no-untyped-def]
     return server.ServerProcess(name, command, KIT, env, port).start()
 
 
-HTTP_LIES = "pool-8x,cpu-unbounded,upstream-sleep,float-ms,last-repeat,head-200,no-cap,plain-404"
+HTTP_LIES = (
+    "pool-8x,cpu-unbounded,upstream-sleep,float-ms,last-repeat,head-200,no-cap,plain-404,"
+    "collector-frozen"
+)
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +164,25 @@ def test_upstream_that_sleeps_is_caught(
 ) -> None:
     problem = claims.upstream_calls_problem(kit_liar.url, upstream.url, CONTRACT["upstream"])
     assert problem is not None and "made 0 upstream call(s)" in problem, problem
+
+
+def test_honest_collector_passes(honest: server.ServerProcess) -> None:
+    assert claims.collector_problem(honest.url) is None
+
+
+def test_frozen_collector_is_caught(kit_liar: server.ServerProcess) -> None:
+    problem = claims.collector_problem(kit_liar.url)
+    assert problem is not None and "counted no young collection" in problem, problem
+
+
+def test_collector_stating_more_than_its_cpu_is_caught(upstream: server.ServerProcess) -> None:
+    proc = start_kit(upstream.url, lies="collector-wall")
+    try:
+        time.sleep(1.0)  # its wall time since the start outgrows the CPU it used
+        problem = claims.collector_problem(proc.url)
+    finally:
+        assert proc.stop().clean
+    assert problem is not None and "more than the process's" in problem, problem
 
 
 @pytest.mark.parametrize("workers", [1, 2])

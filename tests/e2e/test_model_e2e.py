@@ -190,6 +190,13 @@ def test_bound_end_to_end(tmp_path: Path, bound: str) -> None:
     assert row.verdict in ("as predicted", "below model", "above model")
     # gunicorn's sync worker closes every connection: k6's cost is the reconnecting one
     assert row.loadgen_reconnects is (row.target == "flask"), row
+    # a Python server times its collector (/info's collector): its share of the server's CPU
+    # around the calibration, and around the load where it can be what limited the cell
+    python = row.target in ("flask", "fastapi")
+    assert (row.gc_calibration_pct is not None) is python, row
+    assert (row.gc_pct is not None) is (python and row.bound in ("server-cpu", "vus")), row
+    for share in (row.gc_pct, row.gc_calibration_pct):
+        assert share is None or 0 <= share <= 100, row
 
 
 def test_loadgen_bound_hello_and_k6_measured(tmp_path: Path) -> None:

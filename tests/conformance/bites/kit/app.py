@@ -11,7 +11,9 @@ refusal-in-executor (every 4xx first makes a trip through the loop's default exe
 /executor fills: Django logs each one that way);
 the database's: db-pool-1 (opens one connection for /db, claims DB_POOL or 10), db-new-conn
 (/db opens a connection per request), db-sleep (/db sleeps in-process, no query), db-rows-formula
-(/db-rows computes its checksum from the rows' formula, not the table).
+(/db-rows computes its checksum from the rows' formula, not the table);
+/info's collector: collector-frozen (its counts never move), collector-wall (states the time
+since its start as the collector's, more than its CPU).
 
 The database as the async targets use it, with psycopg alone (the kit needs no pool library):
 `pool` async connections for /db and /db-rows, `BLOCKING_POOL` sync ones that /db-blocking
@@ -39,7 +41,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 
 from lab.contract import Endpoint, load
 from lab.proc.database import random_number
-from labkit import knobs, pool
+from labkit import collector, knobs, pool
 from labkit.work import fnv1a
 
 CONTRACT = load()
@@ -251,7 +253,23 @@ def info() -> dict[str, Any]:
             "blocking": "event loop",
         },
         "graceful_timeout_s": float(os.environ.get("GRACEFUL_TIMEOUT_S", "2")),
+        "collector": collector_totals(),
     }
+
+
+collector.install()
+STARTED = time.monotonic()
+
+
+def collector_totals() -> dict[str, Any]:
+    """labkit's timer, honestly; or frozen at the start (collector-frozen), or the time since
+    the start, more than the CPU the process used (collector-wall)."""
+    totals = collector.totals()
+    if "collector-frozen" in LIES:
+        return {"collections": [0, 0, 0], "seconds": 0.0}
+    if "collector-wall" in LIES:
+        totals["seconds"] = round(time.monotonic() - STARTED, 6)
+    return totals
 
 
 async def handle(endpoint: Endpoint, request: Request) -> dict[str, Any]:

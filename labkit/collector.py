@@ -1,0 +1,48 @@
+"""Python's cyclic garbage collector, timed: /info's `collector`. A collection runs in the
+thread whose allocation triggered it, holding the GIL, so every request in flight waits for
+it; under many requests in flight it can take a third of a worker's CPU (CONTRACT.md,
+"Python's cyclic garbage collector"). A gc.callbacks timer of the collecting thread's CPU
+time counts what it took, per process since the worker started (reset in a forked child, so
+that a pre-forking server's workers count their own), for the runner to read around the
+calibration and around the load."""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from typing import Any
+
+_collections = [0, 0, 0]  # per generation
+_seconds = 0.0
+_started: float | None = None  # the thread CPU time at the current collection's start
+
+
+def _timed(phase: str, info: dict[str, Any]) -> None:
+    global _seconds, _started
+    if phase == "start":
+        _started = time.thread_time()
+    elif _started is not None:  # a collection never nests in another
+        _seconds += time.thread_time() - _started
+        _started = None
+        generation = int(info.get("generation", 0))
+        if 0 <= generation < len(_collections):
+            _collections[generation] += 1
+
+
+def _reset() -> None:
+    global _seconds, _started
+    _collections[:] = [0] * len(_collections)
+    _seconds, _started = 0.0, None
+
+
+def install() -> None:
+    """Start timing this process's collections (once; a forked child starts from zero)."""
+    if _timed not in gc.callbacks:
+        gc.callbacks.append(_timed)
+        os.register_at_fork(after_in_child=_reset)
+
+
+def totals() -> dict[str, Any]:
+    """/info's collector: collections per generation and their CPU seconds so far."""
+    return {"collections": list(_collections), "seconds": round(_seconds, 6)}

@@ -1,0 +1,96 @@
+"""The collector's timer (labkit.collector, /info's collector) and the runner's reading of it
+(lab.run.collector): a share of the server's CPU around the calibration and the load, never
+an input of the model."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from lab.run import collector
+from lab.run.collector import Reading
+from labkit import collector as timer
+
+pytestmark = pytest.mark.unit  # the test's kind: just test-unit
+
+# A server whose /info states a collector of 0.25 s (argv[2]: 'none' states none).
+STATES = r"""
+import http.server, json, os, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = {"endpoint": "info", "pid": os.getpid()}
+        if sys.argv[2] != "none":
+            body["collector"] = {"collections": [3, 1, 0], "seconds": 0.25}
+        raw = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_the_timer_counts_each_collection_and_its_time() -> None:
+    timer.install()
+    timer.install()  # once: a second install does not count twice
+    before = timer.totals()
+    gc.collect(0)
+    gc.collect()
+    after = timer.totals()
+    assert after["collections"][0] == before["collections"][0] + 1
+    assert after["collections"][2] == before["collections"][2] + 1
+    assert after["seconds"] > before["seconds"]
+
+
+def test_a_reading_is_the_answering_process_beside_its_tree() -> None:
+    from harness.support import script_server
+
+    with script_server(STATES, "states", ready="/info") as (base, pid):
+        reading = collector.read(base, pid)
+        assert reading is not None
+        assert (reading.pid, reading.seconds) == (pid, 0.25)
+        assert reading.cpu[1] > 0  # the server's own CPU, read beside it
+        assert collector.read(base, None) is None  # no local server: no tree to read
+    with script_server(STATES, "none", ready="/info") as (base, pid):
+        assert collector.read(base, pid) is None  # a server that does not time it
+    assert collector.read(base, pid) is None  # gone: no answer, no reading
+
+
+@pytest.mark.parametrize(
+    ("after", "share"),
+    [
+        (Reading(7, 0.4, (2.0, 2.0)), 30.0),  # 0.3 s of 1 s of the tree's CPU
+        (Reading(8, 0.4, (2.0, 2.0)), None),  # another worker answered: not its collector
+        (Reading(7, 0.05, (2.0, 2.0)), None),  # counts went back: not one process's
+        (Reading(7, 0.4, (1.0, 1.0)), None),  # no CPU used meanwhile
+        (Reading(7, 5.0, (2.0, 2.0)), 100.0),  # never more than the whole
+    ],
+)
+def test_the_share_between_two_readings(after: Reading, share: float | None) -> None:
+    before = Reading(7, 0.1, (1.0, 1.0))
+    assert collector.share_pct(before, after) == share
+    assert collector.share_pct(None, after) is None
+
+
+def test_the_reading_beside_a_miss_names_the_collector() -> None:
+    """Starlette /upstream?ms=100&n=10 at 100 VUs (run 20261128-193659): 0.82 of the model,
+    bound by its CPU, the collector 33 % of it under the load and 10 % in the calibration."""
+    from lab import model
+    from lab.record import CellResult
+
+    row = CellResult(server_cpu_ms=1.2, rps=669.1, server_cpu_pct=86.3, server_cpu_bound=True,
+                     efficiency=0.82, gc_pct=32.9, gc_calibration_pct=9.5)  # fmt: skip
+    assert model.limit_text("server-cpu", row) == (
+        "server CPU 1.2 ms/request · under the load: 1.29 ms/request; the collector 33 % of "
+        "the server's CPU (10 % in the calibration)"
+    )
+    vus = CellResult(vus=100, rps=810.0, lat_avg_ms=123.4, predicted_latency_ms=106.2, gc_pct=4.0)
+    assert model.observed("vus", vus) == (
+        "a request took 123 ms (predicted 106 ms); the collector 4 % of the server's CPU"
+    )
+    row.gc_pct = row.gc_calibration_pct = None  # not timed (Go, Node, the JVM): nothing said
+    assert model.observed("server-cpu", row) == "1.29 ms/request"
