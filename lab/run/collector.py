@@ -8,6 +8,7 @@ garbage collector")."""
 from __future__ import annotations
 
 import contextlib
+import http.client
 from dataclasses import dataclass
 
 from lab.proc import server
@@ -32,10 +33,11 @@ class Reading:
 
 def read(base: str, server_pid: int | None) -> Reading | None:
     """The collector of the process that answers /info now (None: no local server, no
-    collector stated, or no answer)."""
+    collector stated, or no answer: a server that died under the load is the failure rules'
+    to report, not this reading's)."""
     if server_pid is None:
         return None
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, http.client.HTTPException):
         status, body = server.get_json(f"{base}/info", INFO_TIMEOUT_S)
         timed = body.get("collector") if status == 200 and isinstance(body, dict) else None
         if isinstance(timed, dict) and isinstance(timed.get("seconds"), int | float):
