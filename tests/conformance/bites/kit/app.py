@@ -35,6 +35,7 @@ from typing import Any
 
 import aiohttp
 import anyio.to_thread
+import psutil
 import psycopg
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
@@ -258,17 +259,16 @@ def info() -> dict[str, Any]:
 
 
 collector.install()
-STARTED = time.monotonic()
 
 
 def collector_totals() -> dict[str, Any]:
-    """labkit's timer, honestly; or frozen at the start (collector-frozen), or the time since
-    the start, more than the CPU the process used (collector-wall)."""
+    """labkit's timer, honestly; or frozen at the start (collector-frozen), or the wall time
+    since the process started, more than the CPU it used once it has idled (collector-wall)."""
     totals = collector.totals()
     if "collector-frozen" in LIES:
         return {"collections": [0, 0, 0], "seconds": 0.0}
     if "collector-wall" in LIES:
-        totals["seconds"] = round(time.monotonic() - STARTED, 6)
+        totals["seconds"] = round(time.time() - psutil.Process().create_time(), 6)
     return totals
 
 
