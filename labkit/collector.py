@@ -13,7 +13,7 @@ import os
 import time
 from typing import Any
 
-_collections = [0, 0, 0]  # per generation
+_collections = [0] * len(gc.get_count())  # per generation (3 in CPython)
 _seconds = 0.0
 _started: float | None = None  # the thread CPU time at the current collection's start
 

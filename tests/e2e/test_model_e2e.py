@@ -192,7 +192,7 @@ def test_bound_end_to_end(tmp_path: Path, bound: str) -> None:
     assert row.loadgen_reconnects is (row.target == "flask"), row
     # a Python server times its collector (/info's collector): its share of the server's CPU
     # around the calibration, and around the load where it can be what limited the cell
-    python = row.target in ("flask", "fastapi")
+    python = bool(row.python_impl)  # the row names the interpreter of a Python server
     assert (row.gc_calibration_pct is not None) is python, row
     assert (row.gc_pct is not None) is (python and row.bound in ("server-cpu", "vus")), row
     for share in (row.gc_pct, row.gc_calibration_pct):

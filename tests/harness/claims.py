@@ -284,7 +284,7 @@ def upstream_calls_problem(url: str, upstream_url: str, endpoint: Endpoint) -> s
 # Requests whose objects stay alive together: 20 at once, each with ten upstream calls in
 # flight for 20 ms. On every Python target, one such burst (the upstream pool already open)
 # caused 10-18 young collections (2026-11-28); the check asks for one.
-COLLECTOR_BURST = ("/upstream?ms=20&n=10", 20)
+COLLECTOR_BURST = (CONTRACT["upstream"].path + "?ms=20&n=10", 20)
 
 
 def collector_problem(url: str) -> str | None:
