@@ -3,7 +3,11 @@ target x profile, each started once for the whole session (`served`)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,13 +40,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 DEFAULT_PROFILE_ONLY = "default_profile_only"
 
 
+# The session's temporary files (every server's log, the lab runs' own, their run lock) in a
+# folder of its own, set before any test module reads the temporary folder: a session left a
+# thousand server logs in /tmp for good. Removed when every test passed; a failure's is kept
+# (a failing check names its server's log there).
+TEMP = pytest.StashKey[Path]()
+FAILED = pytest.StashKey[bool]()  # whether the session had a failure (its folder is kept)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="lab-tests-"))
+    config.stash[TEMP] = folder
+    tempfile.tempdir = str(folder)
+    os.environ["TMPDIR"] = str(folder)  # the processes the tests start: lab runs, servers
     for kind, what in KINDS.items():
         config.addinivalue_line("markers", f"{kind}: {what}")
     config.addinivalue_line(
         "markers",
         f"{DEFAULT_PROFILE_ONLY}: the application's answers: each target's default profile",
     )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(TEMP, None)
+    if folder is None:
+        return
+    if config.stash.get(FAILED, False):
+        print(f"\nthis session's server logs and temporary files: {folder}")
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[FAILED] = exitstatus not in (0, pytest.ExitCode.NO_TESTS_COLLECTED)
 
 
 def on_other_profile(item: pytest.Item) -> bool:

@@ -407,10 +407,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def upstream_server(
-    port: int | None = None, host: str = HOST, cpus: list[int] | None = None
+    port: int | None = None,
+    host: str = HOST,
+    cpus: list[int] | None = None,
+    log: Path | None = None,
 ) -> ServerProcess:
-    """The Go upstream service that /upstream endpoints call."""
+    """The Go upstream service that /upstream endpoints call (its output in `log`, else in a
+    temporary file)."""
     binary = build_upstream()
     port = port or free_port(host)
     env = {**os.environ, "HOST": host, "PORT": str(port), "LAB_CONTRACT": str(OPENAPI)}
-    return ServerProcess("upstream", [str(binary)], UPSTREAM_SOURCE, env, port, host, cpus=cpus)
+    return ServerProcess(
+        "upstream", [str(binary)], UPSTREAM_SOURCE, env, port, host, log=log, cpus=cpus
+    )

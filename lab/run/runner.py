@@ -194,6 +194,7 @@ class Runner:
         # --netns: the load hosts' namespaces, made when the run starts, removed at its end
         self.network: netns.Network | None = None
         self.upstream: server.ServerProcess | None = None
+        self.upstreams = 0  # upstream services started so far (their logs' numbers)
         self.database = database
         # run.json's `database`: the server's info once a cell used it, how many times a
         # fresh one replaced one that died, how the last one stopped
@@ -390,7 +391,10 @@ class Runner:
         if self.upstream is None or not self.upstream.alive():
             if self.upstream:
                 self.upstream.stop()
-            self.upstream = server.upstream_server(cpus=self.k6_cpus).start()
+            self.upstreams += 1  # a restarted upstream keeps the dead one's log beside its own
+            name = "upstream.log" if self.upstreams == 1 else f"upstream-{self.upstreams}.log"
+            self.upstream = server.upstream_server(cpus=self.k6_cpus, log=self.run.logs / name)
+            self.upstream.start()
         return self.upstream.url
 
     def _start_database(self) -> None:

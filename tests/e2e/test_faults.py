@@ -78,6 +78,8 @@ def test_child_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun], v
         # its 502s are failures, named, and not throughput
         assert int(first["failed_requests"]) > 0
         assert "502×" in first["failures"] and "502×" in first["error"]
+        # the killed upstream's log kept in the run's folder beside its successor's
+        assert (run.logs / "upstream.log").is_file() and (run.logs / "upstream-2.log").is_file()
     else:
         assert "k6 was killed by SIGKILL and wrote no summary" in first["error"]
     meta = check_meta(run, "complete", "gin/release", "gin")
