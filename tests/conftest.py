@@ -50,6 +50,7 @@ FAILED = pytest.StashKey[bool]()  # whether the session had a failure (its folde
 
 def pytest_configure(config: pytest.Config) -> None:
     folder = Path(tempfile.mkdtemp(prefix="lab-tests-"))
+    folder.chmod(0o711)  # PostgreSQL, run as nobody under root, reaches its folder through it
     config.stash[TEMP] = folder
     tempfile.tempdir = str(folder)
     os.environ["TMPDIR"] = str(folder)  # the processes the tests start: lab runs, servers
