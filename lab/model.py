@@ -50,7 +50,11 @@ together: the group persists, and each request's cycle waits for the whole group
 (S + Z + N d / m, the pessimistic bound of operational analysis). Django's ASGI hops to the
 request's thread hold it there (CONTRACT.md). The calibration's min(N, 8) connections measure
 how far the server goes that way (lockstep_share, g: 0 MVA's queue, 1 the group); for an
-unbounded endpoint that waits, the cycle is MVA's plus g of the way to the group's.
+unbounded endpoint that waits, the cycle is MVA's plus g of the way to the group's. A group
+need not grow with N: hypercorn's are the requests that reach its loop together, about as
+many at 32 connections as at 8. For more than 8 VUs a second share at min(N, 32) tells the
+two apart (group_share): a group that grows keeps the first share, one that does not keeps
+its size, a smaller share of more VUs.
 
 The database endpoints (kind db). /db and /db-blocking wait `ms` inside the database
 (pg_sleep): S = ms, like a sleep. /db-rows ("calibrated" in the contract) runs n queries one
@@ -132,6 +136,14 @@ LOAD_SIDE = ("loadgen", "upstream-cpu", "db-cpu")  # the bounds on k6's CPUs
 SHORT_CPU_ERROR = 0.25
 CPU_SENSITIVITY_MAX = 0.01
 MEASURED_CPUS = ("server_cpu_ms", "upstream_cpu_ms", "db_cpu_ms", "load_kernel_ms")
+# The calibration's connections (lab.run.calibrate: min(VUs, CONNECTIONS)), and those of the
+# second lockstep share a cell of more VUs gets (min(VUs, WIDE_CONNECTIONS)). With four times
+# the connections, a group at least GROUP_GROWS times the first one's grows with them (Django's
+# thread hops: 6-7 requests of 8, 21-24 of 32); one that does not has its size (hypercorn:
+# 6-8 of 8, 5-6 of 32), measured: CONTRACT.md, 'The capacity model', lockstep.
+CONNECTIONS = 8
+WIDE_CONNECTIONS = 32
+GROUP_GROWS = 2.0
 
 
 @dataclass(frozen=True)
@@ -148,6 +160,9 @@ class Demand:
     # How far the calibration's requests moved in lockstep (lockstep_share): 0, each queued
     # for the server's CPU as MVA expects; 1, each waited for all of its group's CPU
     lockstep: float | None = None
+    # the same share at min(VUs, WIDE_CONNECTIONS) connections, for a cell of more VUs than
+    # CONNECTIONS whose first share is above 0 (None: not measured)
+    lockstep_wide: float | None = None
     # k6's CPU per request where it is not the bottleneck (its requests wait) and the rate it
     # was measured at: a k6 that waits for its answers pays a wake-up per request that a
     # saturated one shares out (None: k6 costs loadgen_us at every rate)
@@ -351,10 +366,11 @@ def predict(
         return _open(float(rate), vus, s, z, stations, ceilings, slot)
     ceilings["vus"] = vus / (s + d + z + load)
     x_cpu, _ = mva(vus, s + z, stations)
-    if demand.lockstep and d > 0 and lockstep_applies(kind, endpoint, info):  # a group's CPU
+    share = group_share(demand, vus)
+    if share and d > 0 and lockstep_applies(kind, endpoint, info):  # a group's CPU
         alone, _ = mva(vus, s + z, [(load, loadgen_cpus)])
         group = vus / alone + vus * d / m_server
-        x_cpu = vus / min(group, vus / x_cpu + demand.lockstep * max(0.0, group - vus / x_cpu))
+        x_cpu = vus / min(group, vus / x_cpu + share * max(0.0, group - vus / x_cpu))
     x = min(x_cpu, slot)
     bound = min(ceilings, key=lambda k: ceilings[k])
     return Prediction(x, vus / x * 1000.0, bound, ceilings)
@@ -818,6 +834,25 @@ def lockstep_share(
     if group - queued < max(0.1, k * client_ms):
         return None
     return min(1.0, max(0.0, (cycle_ms - queued) / (group - queued)))
+
+
+def group_share(demand: Demand, vus: int) -> float | None:
+    """The lockstep share a closed cell of `vus` VUs is predicted with. The calibration's
+    first share (`lockstep`, of min(vus, CONNECTIONS) connections) up to CONNECTIONS VUs and
+    without a second one; with a second share (`lockstep_wide`, of min(vus, WIDE_CONNECTIONS)),
+    the groups' sizes (share x connections) tell whether a group grows with the connections:
+    one at least GROUP_GROWS times the first keeps the first share (a group of all N, as
+    Django's thread hops make); else the group keeps its size, the larger of the two, which
+    is a smaller share of more VUs (hypercorn's: its loads at 30, 50 and 100 VUs wait for
+    8-13 requests' CPU, where the first share applied to all of them said 20-60)."""
+    first, wide = demand.lockstep, demand.lockstep_wide
+    if first is None or wide is None or vus <= CONNECTIONS:
+        return first
+    narrow = first * CONNECTIONS
+    broad = wide * min(vus, WIDE_CONNECTIONS)
+    if broad >= GROUP_GROWS * narrow:
+        return first
+    return min(1.0, max(narrow, broad) / vus)
 
 
 def lockstep_ms(r: Any) -> float | None:

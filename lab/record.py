@@ -102,6 +102,8 @@ class CellResult:
     # connection per request, as k6 then opens them
     loadgen_reconnects: bool | None = None
     lockstep: float | None = None  # 0-1: how far the calibration's requests moved as one group
+    # the same at min(VUs, 32) connections, for more VUs than 8: whether a group grows
+    lockstep_wide: float | None = None
     loadgen_rps_max: float | None = None  # the load side's ceiling on its CPUs
     predicted_rps: float | None = None
     predicted_latency_ms: float | None = None

@@ -34,7 +34,7 @@ WALL_S = 1.5
 # when it does not (lab.model.cpu_sensitive).
 SHORT_WALL_S = 0.5
 MIN_REQUESTS = 5
-PARALLEL = 8  # connections at most
+PARALLEL = model.CONNECTIONS  # connections at most
 WAIT_MS = 10  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
 WAIT_REQUESTS = 9  # the median of 9: a loaded machine stalls single requests by ms
 # /db-rows's time per query is timed over at least this many queries (two lone requests, of
@@ -202,8 +202,9 @@ def server_cost(
     db_pid: int | None = None,
     wall_s: float = WALL_S,
     load_cpus: list[int] | None = None,
+    connections: int = PARALLEL,
 ) -> ServerCost:
-    """The server's CPU per request: min(VUs, PARALLEL) kept-alive connections (as k6 keeps
+    """The server's CPU per request: min(VUs, connections) kept-alive connections (as k6 keeps
     them), each sending its requests one after another, until the server has used CPU_S of
     CPU or WALL_S have passed. Several connections because a server idle between requests
     pays a wake-up per request that a loaded one shares out (measured: CONTRACT.md, 'The
@@ -212,9 +213,10 @@ def server_cost(
     the round trip, on one connection. The upstream's and the database's CPU (db_pid: the
     top of its process tree, PostgreSQL's backends being children of the postmaster) are
     read over the same requests, and with them (load_cpus: the load side's, where both run
-    beside this client) the kernel's interrupt work on those CPUs."""
+    beside this client) the kernel's interrupt work on those CPUs. connections: PARALLEL, or
+    more for a second lockstep share (wide_lockstep)."""
     path = cpu_query(endpoint, cell)
-    k = max(1, min(cell.vus, PARALLEL))
+    k = max(1, min(cell.vus, connections))
     conns = [probe.Connection(base, timeout=60) for _ in range(k)]
     try:
         closes = False
@@ -343,6 +345,16 @@ class LoadgenCost:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def wide_lockstep(
+    base: str, endpoint: Endpoint, cell: Cell, server_pid: int | None
+) -> float | None:
+    """The lockstep share at min(VUs, model.WIDE_CONNECTIONS) connections (model.group_share:
+    whether a group grows with them), over the whole window: a group forms over its first
+    rounds (model.cpu_sensitivity)."""
+    wide = server_cost(base, endpoint, cell, server_pid, connections=model.WIDE_CONNECTIONS)
+    return wide.lockstep
 
 
 def k6_cost_us(busy_pct: float, rps: float, cpus: int) -> tuple[float, str]:

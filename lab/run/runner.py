@@ -650,7 +650,7 @@ class Runner:
         # The model's inputs, on the idle server, and its prediction: before the load. Where
         # the wait dwarfs the CPU, a short calibration window does: it is kept only if the
         # prediction hardly depends on what it read, else the whole window is measured.
-        args = (cell, endpoint, attempt.base, attempt.proc, attempt.database)
+        args = (cell, endpoint, attempt.base, attempt.proc, attempt.info, attempt.database)
         short = endpoint.kind not in CPU_KINDS
         wall = calibrate.SHORT_WALL_S if short else calibrate.WALL_S
         demand: model.Demand | None = None
@@ -874,11 +874,13 @@ class Runner:
         endpoint: Any,
         base: str,
         proc: server.ServerProcess | None,
+        info: dict[str, Any],
         database: Database | None = None,
         wall_s: float = calibrate.WALL_S,
     ) -> model.Demand:
         """The model's inputs, measured on the idle server (and k6's cost per request at this
-        many VUs, measured once); a db cell's database's CPU per request when it is ours.
+        many VUs, measured once); a db cell's database's CPU per request when it is ours; a
+        second lockstep share where a group could grow with the VUs (model.group_share).
         wall_s: the calibration's window (calibrate.server_cost)."""
         upstream_pid = self.upstream.pid if endpoint.kind == "upstream" and self.upstream else None
         db_pid = database.proc.pid if database and database.proc else None  # its whole tree
@@ -896,6 +898,15 @@ class Runner:
         service = endpoint.service_ms(dict(cell.params))
         if service is None:  # "calibrated" in the contract (/db-rows): the wait measured
             service = cost.wait_ms
+        wide = None
+        if (  # a short window's share is kept only where no share moves the prediction
+            cost.lockstep
+            and wall_s >= calibrate.WALL_S
+            and cell.vus > model.CONNECTIONS
+            and not cell.rate  # a group forms in a closed loop
+            and model.lockstep_applies(endpoint.kind, cell.endpoint, info)
+        ):
+            wide = calibrate.wide_lockstep(base, endpoint, cell, proc.pid if proc else None)
         overhead = cost.overhead_ms
         if overhead is not None and self.rtt_ms is not None:
             # measured from the root namespace: k6's requests travel the load hosts' links
@@ -911,6 +922,7 @@ class Runner:
             overshoot_ms=cost.overshoot_ms,
             db_cpu_ms=cost.db_cpu_ms,
             lockstep=cost.lockstep,
+            lockstep_wide=wide,
             load_kernel_ms=cost.load_kernel_ms,
             loadgen_reconnects=k6.reconnects,
         )
@@ -1052,7 +1064,8 @@ class Runner:
             loadgen_paced_us=demand.loadgen_paced_us,
             loadgen_paced_rps=demand.loadgen_paced_rps,
             loadgen_reconnects=demand.loadgen_reconnects,
-            lockstep=demand.lockstep if grouped else None,  # the share the model used
+            lockstep=demand.lockstep if grouped else None,  # the shares the model used
+            lockstep_wide=demand.lockstep_wide if grouped else None,
             loadgen_rps_max=p.loadgen_rps_max,
             predicted_rps=p.rps,
             predicted_latency_ms=p.latency_ms,

@@ -635,6 +635,38 @@ def test_the_lockstep_share_places_a_measured_cycle_between_the_queue_and_the_gr
     assert model.lockstep_share(8, 10.1, 0.1, 0.1, 10.2) is None  # under 8 x the client's
 
 
+def test_a_group_that_does_not_grow_with_the_connections_keeps_its_size() -> None:
+    """Quart/hypercorn `/async?ms=100` at 100 VUs (io run 20261128-194245: 933 rps): its first
+    share (0.64 of 8 connections) applied to all 100 VUs said 772; its second share at 32
+    connections (0.14-0.19 here: about 5 requests) says its group does not grow, so the cycle
+    waits for about 5 requests' CPU, not 64. Django's `/async` (0.87 of 8, 0.71 of 32: a
+    group of 23) grows with them and keeps its first share (552 rps for 547 predicted)."""
+    info = {"capacity": {"async": None}, "cpus": 1, "worker_cpus": 1, "language": "python"}
+    quart = Demand(100.0, 0.446732, 0.685953, None, 74.7018, lockstep=0.639145)
+
+    def rps(demand: Demand, vus: int = 100) -> float:
+        got = model.predict("sleep", "async", demand, vus, None, info, 1)
+        assert got.rps is not None
+        return got.rps
+
+    assert rps(quart) == pytest.approx(771.6, abs=0.5)  # as run, one share
+    fixed = replace(quart, lockstep_wide=0.15)  # 4.8 requests of 32, 5.1 of 8: the larger
+    assert model.group_share(fixed, 100) == pytest.approx(0.639145 * 8 / 100)
+    assert 933.3 / rps(fixed) == pytest.approx(0.97, abs=0.01)  # within ±5 % (1.21 as run)
+    assert rps(quart) < rps(fixed) < rps(replace(quart, lockstep=0.0))
+    assert model.group_share(fixed, 8) == 0.639145  # up to 8 VUs: the first share
+    assert model.group_share(fixed, 30) == pytest.approx(0.639145 * 8 / 30)
+    assert model.group_share(replace(quart, lockstep_wide=0.3), 100) == pytest.approx(0.096)
+    django = Demand(100.0, 0.933908, 0.498342, None, 74.7018, lockstep=0.871522)
+    grows = replace(django, lockstep_wide=0.71)
+    assert model.group_share(grows, 100) == 0.871522
+    assert rps(grows) == rps(django) == pytest.approx(552.0, rel=0.03)
+    # a group barely under twice the first: it does not grow
+    assert model.group_share(replace(django, lockstep_wide=0.43), 100) == pytest.approx(0.1376)
+    assert model.group_share(replace(quart, lockstep=None, lockstep_wide=0.2), 100) is None
+    assert model.group_share(replace(quart, lockstep=0.0, lockstep_wide=0.2), 100) == 0.0
+
+
 def test_a_group_in_lockstep_waits_for_all_of_its_cpu() -> None:
     """Django/uvicorn `/async` at 50 VUs (run 20261125-031420: 366.8 rps, 135 ms a request):
     MVA's queue predicts 493 rps; in lockstep, each request waits for all 50 requests' CPU,
