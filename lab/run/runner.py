@@ -194,7 +194,6 @@ class Runner:
         # --netns: the load hosts' namespaces, made when the run starts, removed at its end
         self.network: netns.Network | None = None
         self.upstream: server.ServerProcess | None = None
-        self.upstreams = 0  # upstream services started so far (their logs' numbers)
         self.database = database
         # run.json's `database`: the server's info once a cell used it, how many times a
         # fresh one replaced one that died, how the last one stopped
@@ -391,9 +390,13 @@ class Runner:
         if self.upstream is None or not self.upstream.alive():
             if self.upstream:
                 self.upstream.stop()
-            self.upstreams += 1  # a restarted upstream keeps the dead one's log beside its own
-            name = "upstream.log" if self.upstreams == 1 else f"upstream-{self.upstreams}.log"
-            self.upstream = server.upstream_server(cpus=self.k6_cpus, log=self.run.logs / name)
+            # a restarted upstream (or a resumed run's) keeps the earlier one's log beside its own
+            log = self.run.logs / "upstream.log"
+            n = 1
+            while log.exists():
+                n += 1
+                log = self.run.logs / f"upstream-{n}.log"
+            self.upstream = server.upstream_server(cpus=self.k6_cpus, log=log)
             self.upstream.start()
         return self.upstream.url
 
@@ -904,6 +907,7 @@ class Runner:
             and wall_s >= calibrate.WALL_S
             and cell.vus > model.CONNECTIONS
             and not cell.rate  # a group forms in a closed loop
+            and cell.endpoint not in model.THREADED
             and model.lockstep_applies(endpoint.kind, cell.endpoint, info)
         ):
             wide = calibrate.wide_lockstep(base, endpoint, cell, proc.pid if proc else None)
