@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from harness.claims import process_problem, stop_under_load_problem
+from harness.claims import process_problem
 from harness.support import get
 from harness.targets import CASE_IDS, CASES, start_target
-from harness.timed import STOP, Timed, checked_then_stopped
+from harness.timed import STOP, Timed, checked_then_stopped, stopped_under_load
 
 from lab import capacities
 from lab.contract import load
@@ -67,10 +67,15 @@ def no_database_problem(proc: server.ServerProcess) -> str | None:
     return None
 
 
+def started_two(target: Target, profile: str, upstream_url: str) -> server.ServerProcess:
+    """The case's server as this module checks it: two workers, no database."""
+    return start_target(target, profile, upstream_url, WORKERS="2", DATABASE_URL="")
+
+
 def case_checked(
     target: Target, profile: str, upstream_url: str
 ) -> tuple[server.ServerProcess, Problems]:
-    proc = start_target(target, profile, upstream_url, WORKERS="2", DATABASE_URL="")
+    proc = started_two(target, profile, upstream_url)
     checks: dict[str, Callable[[], str | None]] = {
         "workers": lambda: workers_problem(proc, target, profile),
         "no-database": lambda: no_database_problem(proc),
@@ -84,8 +89,10 @@ def case_checked(
     return proc, found
 
 
-def case_stopped(proc: server.ServerProcess, found: Problems) -> Problems:
-    found["stop-group"] = stop_under_load_problem(proc, group=True)  # stops it, whatever happened
+def case_stopped(
+    proc: server.ServerProcess, found: Problems, restart: Callable[[], server.ServerProcess]
+) -> Problems:
+    found["stop-group"] = stopped_under_load(proc, True, restart)  # stops it, whatever happened
     return {name: p and f"{p} (log {proc.log_path})" for name, p in found.items()}
 
 
@@ -111,7 +118,9 @@ def checked(
     problems = checked_then_stopped(
         wanted,
         lambda case: case_checked(*case, upstream.url),
-        lambda _, proc, found: case_stopped(proc, found),
+        lambda case, proc, found: case_stopped(
+            proc, found, lambda: started_two(*case, upstream.url)
+        ),
     )  # as many at once as the timed claims: three and four both took 41-44 s here
     return {(t.name, p): found for (t, p), found in zip(wanted, problems, strict=True)}
 

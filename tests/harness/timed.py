@@ -81,10 +81,34 @@ def case_checked(
     return proc, found
 
 
-def case_stopped(proc: server.ServerProcess, found: Problems, checks: set[str]) -> Problems:
-    """Stops the case's server: under load where STOP is checked, else plainly."""
+def stopped_under_load(
+    proc: server.ServerProcess, group: bool, restart: Callable[[], server.ServerProcess]
+) -> str | None:
+    """stop_under_load_problem, checked once more on a fresh server (`restart`) when it misses:
+    on a slow host a clean stop can run past the 5 s once (spring-mvc's JVM, 14 s to start in
+    a fresh-clone CI run, exited after its graceful 3 s plus 2 more); a server that ignores
+    SIGTERM or leaves a process behind misses twice. Both servers are stopped either way."""
+    problem = stop_under_load_problem(proc, group=group)
+    if problem is None:
+        return None
+    try:
+        again = restart()
+    except Exception as exc:  # the first miss stands, and says why it was not checked again
+        return f"{problem}; a fresh server to check again did not start: {exc}"
+    second = stop_under_load_problem(again, group=group)
+    return None if second is None else f"{problem}; again: {second} (log {again.log_path})"
+
+
+def case_stopped(
+    proc: server.ServerProcess,
+    found: Problems,
+    checks: set[str],
+    restart: Callable[[], server.ServerProcess],
+) -> Problems:
+    """Stops the case's server: under load where STOP is checked (once more on a fresh one,
+    `restart`, if it misses: its database pools not yet open), else plainly."""
     if STOP in checks:  # it names what SIGTERM left
-        found[STOP] = stop_under_load_problem(proc, group=False)
+        found[STOP] = stopped_under_load(proc, False, restart)
     else:
         report = proc.stop()
         if not report.clean:
@@ -121,7 +145,10 @@ def check_all(cases: list[tuple[Target, str, set[str]]], upstream_url: str, db: 
     def stop(
         case: tuple[Target, str, set[str]], proc: server.ServerProcess, found: Problems
     ) -> Problems:
-        return case_stopped(proc, found, case[2])
+        target, profile, checks = case
+        return case_stopped(
+            proc, found, checks, lambda: start_served(target, profile, upstream_url, db.url)
+        )
 
     problems = checked_then_stopped(cases, check, stop)
     return {(t.name, p): found for (t, p, _), found in zip(cases, problems, strict=True)}
