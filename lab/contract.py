@@ -41,6 +41,8 @@ class Endpoint:
     summary: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
     max_service_ms: int | None = None  # the total-wait cap (x-lab), where the contract sets one
+    # a plain synchronous handler (x-lab.handler "sync"): on an event loop, a thread of its own
+    synchronous: bool = False
 
     @property
     def bench(self) -> bool:
@@ -166,6 +168,7 @@ def parse(doc: dict[str, Any]) -> Contract:
                 summary=op.get("summary", ""),
                 fields=lab.get("fields", {}),
                 max_service_ms=lab.get("max_service_ms"),
+                synchronous=lab.get("handler") == "sync",
             )
         )
     return Contract(doc["info"]["version"], tuple(endpoints), doc.get("x-lab", {}))

@@ -144,11 +144,6 @@ MEASURED_CPUS = ("server_cpu_ms", "upstream_cpu_ms", "db_cpu_ms", "load_kernel_m
 CONNECTIONS = 8
 WIDE_CONNECTIONS = 32
 GROUP_GROWS = 2.0
-# The contract's /sync is a plain synchronous handler: on an event loop, a thread of its own a
-# request (Django's ASGI). Its group forms under the load, its threads taking turns at the GIL,
-# which neither reading shows (2-6 requests of 8 or of 32; its loads wait for 25-80 of 100):
-# no second share there, its first one applies as it is.
-THREADED = ("sync",)
 
 
 @dataclass(frozen=True)
@@ -839,6 +834,16 @@ def lockstep_share(
     if group - queued < max(0.1, k * client_ms):
         return None
     return min(1.0, max(0.0, (cycle_ms - queued) / (group - queued)))
+
+
+def wide_share_applies(endpoint: str) -> bool:
+    """Whether a second lockstep share is read for the endpoint: not for a plain synchronous
+    handler (the contract's x-lab.handler "sync"), on an event loop a thread of its own a
+    request (Django's ASGI), whose group forms under the load, its threads taking turns at the
+    GIL, which neither reading shows (2-6 requests of 8 or of 32; its loads wait for 25-80 of
+    100): its first share applies as it is."""
+    contract = load()
+    return endpoint in contract.names() and not contract[endpoint].synchronous
 
 
 def group_share(demand: Demand, vus: int) -> float | None:

@@ -907,7 +907,7 @@ class Runner:
             and wall_s >= calibrate.WALL_S
             and cell.vus > model.CONNECTIONS
             and not cell.rate  # a group forms in a closed loop
-            and cell.endpoint not in model.THREADED
+            and model.wide_share_applies(cell.endpoint)
             and model.lockstep_applies(endpoint.kind, cell.endpoint, info)
         ):
             wide = calibrate.wide_lockstep(base, endpoint, cell, proc.pid if proc else None)

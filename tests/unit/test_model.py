@@ -665,6 +665,8 @@ def test_a_group_that_does_not_grow_with_the_connections_keeps_its_size() -> Non
     assert model.group_share(replace(django, lockstep_wide=0.43), 100) == pytest.approx(0.1376)
     assert model.group_share(replace(quart, lockstep=None, lockstep_wide=0.2), 100) is None
     assert model.group_share(replace(quart, lockstep=0.0, lockstep_wide=0.2), 100) == 0.0
+    # read for /async, not for /sync (the contract's plain synchronous handler)
+    assert model.wide_share_applies("async") and not model.wide_share_applies("sync")
 
 
 def test_a_group_in_lockstep_waits_for_all_of_its_cpu() -> None:
