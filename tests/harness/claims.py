@@ -651,9 +651,12 @@ def db_claim_problem(
             return None
         seen.append("; ".join(problems))
         # A busy machine delays requests (the timing) or the watch, not what the database
-        # saw: a count or a connection problem that the watch saw clearly is not retried.
+        # saw: a count or a connection problem that the watch saw clearly is not retried. But
+        # none sleeping is also a pool still opening its connections (a cold JVM's took more
+        # than the first round once, 2026-11-29): retried; a server that never queries shows
+        # none twice.
         watched = sum(1 for t, _ in watch.samples if t < FIRST_ROUND_S) >= MIN_SAMPLES
-        if watched and (not counted or used > limit or held > total):
+        if watched and ((most > 0 and not counted) or used > limit or held > total):
             break
     return " / retry: ".join(seen)
 
