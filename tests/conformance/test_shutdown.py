@@ -22,7 +22,7 @@ import pytest
 from harness.claims import process_problem
 from harness.support import get
 from harness.targets import CASE_IDS, CASES, start_target
-from harness.timed import STOP, Timed, checked_then_stopped, stopped_under_load
+from harness.timed import STOP, Timed, checked_then_stopped, is_jvm, stopped_under_load
 
 from lab import capacities
 from lab.contract import load
@@ -121,7 +121,8 @@ def checked(
         lambda case, proc, found: case_stopped(
             proc, found, lambda: started_two(*case, upstream.url)
         ),
-    )  # as many at once as the timed claims: three and four both took 41-44 s here
+        heavy=lambda case: is_jvm(case[0]),
+    )  # as many at once as the timed claims (three and four both took 41-44 s here)
     return {(t.name, p): found for (t, p), found in zip(wanted, problems, strict=True)}
 
 

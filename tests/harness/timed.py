@@ -9,6 +9,8 @@ uses too): their probes sleep far more than they work. Each test then reads its 
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -30,8 +32,9 @@ MAX_PROBE = 100  # requests in one batch on a 2-CPU test machine
 # the checks' slots). Four at a time took 70-73 s, but in a fresh-clone CI run jdkhttp's
 # virtual threads, cold beside another JVM's start, took 0.78 and 0.63 s for a 0.4-s round of
 # /upstream-seq (more than half a round late, twice); six at once, a cold JVM beside five
-# others missed its /db rounds twice.
-PROFILES_AT_ONCE = 3
+# others missed its /db rounds twice. So four at once, one JVM at a time, the JVMs spread
+# through the order (`heavy`): 32 cases in 65 s where three at once took 80 s.
+PROFILES_AT_ONCE = 4
 # Servers stopping at once, beside those checks: each waits out its graceful timeout.
 STOPS_AT_ONCE = 3
 REFUSAL = "refusal"  # the result's key of the loaded-refusal check
@@ -47,6 +50,11 @@ Problems = dict[str, str | None]  # an endpoint's name (or REFUSAL) -> why it fa
 Timed = dict[tuple[str, str], Problems]  # (target, profile) -> its problems
 C = TypeVar("C")  # a case, as its batch names it
 P = TypeVar("P")  # what its check hands to its stop: its server
+
+
+def is_jvm(target: Target) -> bool:
+    """A target whose start is heavy: a JVM takes both CPUs for seconds as it starts."""
+    return target.language == "java"
 
 
 def checkable(capacity: int | None) -> bool:
@@ -116,23 +124,48 @@ def case_stopped(
     return {k: p and f"{p} (log {proc.log_path})" for k, p in found.items()}
 
 
+def spread(cases: list[C], heavy: Callable[[C], bool], apart: int) -> list[C]:
+    """The cases in their order but the heavy ones, each placed `apart` cases after the
+    last (the light ones fill the gaps; heavy ones left over come last)."""
+    light = [c for c in cases if not heavy(c)]
+    weighty = [c for c in cases if heavy(c)]
+    between = max(1, apart - 1)
+    order: list[C] = []
+    while light or weighty:
+        if weighty:
+            order.append(weighty.pop(0))
+        order += light[:between]
+        del light[:between]
+    return order
+
+
 def checked_then_stopped(
     cases: Iterable[C],
     check: Callable[[C], tuple[P, Problems]],
     stop: Callable[[C, P, Problems], Problems],
     at_once: int = PROFILES_AT_ONCE,
+    heavy: Callable[[C], bool] = lambda case: False,
 ) -> list[Problems]:
     """Each case checked (its server started and its claims timed), `at_once` cases at a
     time, then stopped beside the next cases' checks: a stop under load is the server's
-    graceful timeout (3-4 s of waiting, a third of a case), not CPU. A check that raises
-    still has its server stopped: `check` catches what its claims raise."""
+    graceful timeout (3-4 s of waiting, a third of a case), not CPU. A `heavy` case (a JVM:
+    its start takes both CPUs for seconds) is checked beside no other heavy one, and the
+    heavy ones are spread through the order so that none waits for another. A check that
+    raises still has its server stopped: `check` catches what its claims raise. The results
+    come in the cases' order."""
+    given = list(cases)
+    order = spread(list(range(len(given))), lambda at: heavy(given[at]), at_once)
+    one_heavy = threading.Lock()
     with ThreadPoolExecutor(at_once) as checks, ThreadPoolExecutor(STOPS_AT_ONCE) as stops:
 
-        def run(case: C) -> Future[Problems]:
-            proc, found = check(case)
+        def run(at: int) -> Future[Problems]:
+            case = given[at]
+            with one_heavy if heavy(case) else contextlib.nullcontext():
+                proc, found = check(case)
             return stops.submit(stop, case, proc, found)
 
-        return [stopped.result() for stopped in list(checks.map(run, cases))]
+        done = dict(zip(order, checks.map(run, order), strict=True))
+        return [done[at].result() for at in range(len(given))]
 
 
 def check_all(cases: list[tuple[Target, str, set[str]]], upstream_url: str, db: Database) -> Timed:
@@ -150,5 +183,5 @@ def check_all(cases: list[tuple[Target, str, set[str]]], upstream_url: str, db: 
             proc, found, checks, lambda: start_served(target, profile, upstream_url, db.url)
         )
 
-    problems = checked_then_stopped(cases, check, stop)
+    problems = checked_then_stopped(cases, check, stop, heavy=lambda case: is_jvm(case[0]))
     return {(t.name, p): found for (t, p, _), found in zip(cases, problems, strict=True)}
