@@ -46,6 +46,10 @@ QUERIES = 20
 ASSUMED_K6_US = 57.0
 LOADGEN_DURATION = "2s"
 LOADGEN_WAIT_S = 15.0  # k6's start, the 2 s and its graceful stop; a hung k6 is given up on
+# k6's top rate is read this many times, one run after another: its median is the cost, its
+# spread k6's own noise, which the host's CPU-speed check does not see (ten 2-s runs minutes
+# apart: CV 8.7 % on a host whose check read 1.2 %; CONTRACT.md, 'k6's cost per request').
+LOADGEN_READINGS = 3
 # k6 paced by its answers (not the bottleneck): each VU's request waits this long on gin's
 # /sync, so k6 runs at VUs x 10 requests a second, as a cell bound elsewhere runs it; for
 # longer, sampled in longer intervals: a 0.1 s interval holds 1-2 of the kernel's 10 ms ticks
@@ -342,6 +346,10 @@ class LoadgenCost:
     # measured with a new connection per request (k6's --no-connection-reuse): the cost of a
     # cell whose server closes its connections (ServerCost.closes), where k6 reconnects each time
     reconnects: bool = False
+    # us_per_request's coefficient of variation over its `readings` (LOADGEN_READINGS runs):
+    # k6's own noise, for the tolerance of a cell bound on the load side (lab.stability)
+    spread: float | None = None
+    readings: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -378,13 +386,14 @@ def loadgen_cost(
     """k6's cost per request on its own CPUs at `vus` VUs (it grows with the VUs, measured:
     CONTRACT.md, 'The capacity model'): lab.js on the Go target's /hello (the cheapest server
     there is, bound to `host`, pinned to the server's CPUs) for a couple of seconds, k6
-    sampled; then paced, on its /sync?ms=PACED_MS (k6 waits for its answers). instances: k6
-    run as the cell's will be (the runner's: each instance's CPUs, execution segment,
-    per-request output and load host's namespace, all of which cost k6 CPU: two instances on
-    one CPU 27-43 % more a request than one, the links of two load hosts' namespaces about
-    20 % more again); None: one k6 on k6_cpus. reconnect: every request on a new connection,
-    as k6 sends them to a server that closes each one (measured: CONTRACT.md, 'The capacity
-    model', k6 per request). Falls back to ASSUMED_K6_US, saying so."""
+    sampled, LOADGEN_READINGS times (the median reading's cost, and their spread); then
+    paced, on its /sync?ms=PACED_MS (k6 waits for its answers). instances: k6 run as the
+    cell's will be (the runner's: each instance's CPUs, execution segment, per-request output
+    and load host's namespace, all of which cost k6 CPU: two instances on one CPU 27-43 %
+    more a request than one, the links of two load hosts' namespaces about 20 % more again);
+    None: one k6 on k6_cpus. reconnect: every request on a new connection, as k6 sends them
+    to a server that closes each one (measured: CONTRACT.md, 'The capacity model', k6 per
+    request). Falls back to ASSUMED_K6_US, saying so."""
     cpus = len(k6_cpus) if k6_cpus else (os.cpu_count() or 1)
     given = os.environ.get("LAB_K6_US", "")
     with contextlib.suppress(ValueError):
@@ -419,8 +428,14 @@ def loadgen_cost(
         )
         proc.start(30)
         cell = Cell("gin", gin.default_profile, "hello", (), vus, None, LOADGEN_DURATION, 1)
-        rps, pct = _k6_reading(cell, proc.url, instances, 0.1)
+        readings = [
+            _k6_reading(cell, proc.url, [_renamed(i, f"-{n}") if n else i for i in instances], 0.1)
+            for n in range(LOADGEN_READINGS)
+        ]
+        costs = [k6_cost_us(pct, rps, cpus)[0] for rps, pct in readings]
+        rps, pct = readings[costs.index(statistics.median_low(costs))]
         us, how = k6_cost_us(pct, rps, cpus)
+        spread = statistics.stdev(costs) / statistics.fmean(costs) if len(costs) > 1 else None
         paced = replace(cell, endpoint="sync", params=(("ms", PACED_MS),), duration=PACED_DURATION)
         paced_us: float | None = None
         paced_rps: float | None = None
@@ -435,12 +450,15 @@ def loadgen_cost(
             us,
             rps,
             cpus,
-            f"measured: lab.js, {vus} VUs on gin /hello{several}{written}{inside}{anew} ({how})",
+            f"measured: lab.js, {vus} VUs on gin /hello{several}{written}{inside}{anew} ({how}, "
+            f"the median of {len(costs)})",
             vus,
             pct / 100.0 / rps * 1e6,
             paced_us,
             paced_rps,
             reconnect,
+            None if spread is None else round(spread, 4),
+            len(costs),
         )
     except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
         failed = f"assumed: measurement failed ({exc})"

@@ -379,9 +379,10 @@ class Runner:
                 if cost.paced_us and cost.paced_rps
                 else ""
             )
+            spread = f", spread {cost.spread:.1%}" if cost.spread is not None else ""
             print(
                 f"k6 costs {cost.us_per_request:.0f} µs per request at {vus} VUs{paced} "
-                f"({cost.source})",
+                f"({cost.source}{spread})",
                 file=sys.stderr,
             )
         return self.loadgen[key]
@@ -1023,13 +1024,13 @@ class Runner:
         share = model.speed_share(
             demand, lambda d: self._model(cell, endpoint, d, attempt.info).rps
         )
-        # k6's cost was measured by its own short run; the rest by this cell's calibration
-        calibration_s = (
-            parse_duration(calibrate.LOADGEN_DURATION)
-            if prediction.bound in model.LOAD_SIDE
-            else wall_s
-        )
-        tol, why = stability.tolerance(self.stability, share, calibration_s, load_s)
+        # k6's cost was measured by its own short runs, whose spread is k6's own noise; the
+        # rest by this cell's calibration
+        load_side = prediction.bound in model.LOAD_SIDE
+        calibration_s = parse_duration(calibrate.LOADGEN_DURATION) if load_side else wall_s
+        k6 = self.loadgen.get((cell.vus, bool(demand.loadgen_reconnects)))
+        k6_sd = stability.loadgen_sd(k6.spread, k6.readings) if k6 and load_side else 0.0
+        tol, why = stability.tolerance(self.stability, share, calibration_s, load_s, k6_sd)
         attempt.row.update(tolerance=tol, tolerance_why=why)
 
     def _warm_until_steady(self, attempt: Attempt) -> None:

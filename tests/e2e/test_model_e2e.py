@@ -15,6 +15,7 @@ from harness.labrun import ENV, K6_US  # ENV: the tests' runs' (a short host che
 
 from lab import ROOT
 from lab.record import CellResult
+from lab.run import calibrate
 from lab.rundir import RunDir
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
@@ -222,6 +223,9 @@ def test_loadgen_bound_hello_and_k6_measured(tmp_path: Path) -> None:
     assert 150 < row.loadgen_paced_rps <= 200
     meta = RunDir(next(p for p in (tmp_path / "out").iterdir() if p.name != "latest")).meta()
     assert meta.loadgen and meta.loadgen[0]["source"].startswith("measured")
+    # read LOADGEN_READINGS times: their spread judges the cells k6 binds (lab.stability)
+    assert meta.loadgen[0]["readings"] == calibrate.LOADGEN_READINGS
+    assert 0 <= meta.loadgen[0]["spread"] < 1
 
 
 def test_censored_cell_is_lengthened(tmp_path: Path) -> None:

@@ -162,8 +162,8 @@ def test_k6_is_measured_paced_after_its_top_rate(
 
     def reading(cell: Cell, url: str, instances: list[loadgen.Instance], interval: float) -> Any:
         readings.append((cell, instances, interval))
-        if cell.endpoint == "hello":
-            return 5000.0, 90.0  # k6 bound: its CPU over its top rate, 200 µs
+        if cell.endpoint == "hello":  # k6 bound: its CPU over its top rate, 200 µs the median
+            return [4000.0, 5000.0, 6250.0][len(readings) % calibrate.LOADGEN_READINGS - 1], 90.0
         if paced_fails:
             raise calibrate.CalibrationError("k6 measured nothing on /sync")
         return 490.0, 14.7  # 300 µs a request
@@ -172,13 +172,18 @@ def test_k6_is_measured_paced_after_its_top_rate(
     monkeypatch.setattr(calibrate.server, "target_server", lambda *a, **k: StubServer())
     monkeypatch.setattr(calibrate, "_k6_reading", reading)
     cost = calibrate.loadgen_cost([1], [0], tmp_path, 50)
-    assert cost.us_per_request == pytest.approx(200.0)
+    assert cost.us_per_request == pytest.approx(200.0) and cost.rps == 5000.0
+    # three top rates, 250, 200 and 160 µs: their spread is k6's own noise, each in its files
+    assert cost.readings == 3 and cost.spread == pytest.approx(0.2218, abs=0.001)
     assert (cost.paced_us, cost.paced_rps) == (pytest.approx(300.0), 490.0)
-    (_, top_k6, _), (paced, paced_k6, interval) = readings
+    *tops, (paced, paced_k6, interval) = readings
+    assert len(tops) == 3 and len({top[1][0].summary for top in tops}) == 3
+    top_k6 = tops[0][1]
     assert (paced.endpoint, paced.params, paced.vus) == ("sync", (("ms", 100),), 50)
     assert paced_k6[0].summary != top_k6[0].summary and paced_k6[0].log != top_k6[0].log
     assert interval >= 0.5  # a k6 busy 15 %: more than a tick or two of 10 ms an interval
     paced_fails = True
+    readings.clear()
     kept = calibrate.loadgen_cost([1], [0], tmp_path, 50)
     assert kept.source.startswith("measured") and kept.us_per_request == pytest.approx(200.0)
     assert (kept.paced_us, kept.paced_rps) == (None, None)
@@ -244,7 +249,8 @@ def test_k6_is_measured_reconnecting_for_a_server_that_closes(
     anew = calibrate.loadgen_cost([1], [0], tmp_path, 50, reconnect=True)
     assert not kept.reconnects and anew.reconnects
     assert "a new connection each" in anew.source and "new connection" not in kept.source
-    (top, paced), (top_anew, paced_anew) = readings[:2], readings[2:]
+    n = calibrate.LOADGEN_READINGS  # top rates, then the paced one
+    (top, paced), (top_anew, paced_anew) = readings[: n + 1 : n], readings[n + 1 :: n]
     for plain, new in ((top, top_anew), (paced, paced_anew)):
         assert calibrate.NO_REUSE not in plain[0].run_args
         assert list(new[0].run_args) == [calibrate.NO_REUSE]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import subprocess
@@ -107,6 +108,37 @@ def test_tolerance_follows_an_injected_noisy_measurement_and_stays_within_bounds
     for share in [i / 4000 for i in range(200, 4001)]:
         tol, why = stability.tolerance(mild, share, 1.5, 2.0)
         assert why.startswith(f"±{tol:.0%}"), (share, tol, why)
+
+
+def test_k6s_own_noise_widens_a_load_side_cell_even_on_a_steady_host() -> None:
+    """k6's rate strays from its reference by more than the CPU-speed check sees (ten
+    references at CV 8.7 % where the check read 1.2 %): a k6-bound cell is judged by the
+    spread of k6's own readings where it is the larger, never beyond 15 %; a small spread
+    leaves the host's figure."""
+    steady = stability.summarize(noisy_check(0.005), [], [0, 1])
+    mild = stability.summarize(noisy_check(0.08), [], [0, 1])
+    assert stability.loadgen_sd(None, 3) == 0.0 and stability.loadgen_sd(0.087, 1) == 0.0
+    k6_sd = stability.loadgen_sd(0.03, 3)
+    assert k6_sd == pytest.approx(0.03 * math.sqrt(4 / 3))
+    tol, why = stability.tolerance(steady, 1.0, 2.0, 7.0, k6_sd)
+    assert tol == round(2 * k6_sd, 4) and "k6's own rate" in why, why
+    assert why.startswith(f"±{tol:.0%}")
+    capped, why = stability.tolerance(steady, 1.0, 2.0, 7.0, stability.loadgen_sd(0.087, 3))
+    assert capped == model.TOLERANCE_MAX and "capped" in why
+    # k6 steady: the steady host's 5 %; a noisier host than k6: the host's figure
+    assert stability.tolerance(steady, 1.0, 2.0, 7.0, 0.01) == stability.tolerance(
+        steady, 1.0, 2.0, 7.0
+    )
+    assert stability.tolerance(mild, 1.0, 2.0, 7.0, 0.001) == stability.tolerance(
+        mild, 1.0, 2.0, 7.0
+    )
+    assert stability.tolerance(None, 1.0, 2.0, 7.0, k6_sd)[0] == tol  # not measured: k6's
+    # and the verdict turns on it: a k6-bound cell at 0.94 of the model
+    assert (
+        model.verdict("ok", 0.94, "", stability.tolerance(steady, 1.0, 2.0, 7.0)[0])
+        != "as predicted"
+    )
+    assert model.verdict("ok", 0.94, "", tol) == "as predicted"
 
 
 def test_longer_windows_agree_better() -> None:
