@@ -783,7 +783,7 @@ def observed(bound: str, r: Any) -> str:
 
 def _collector(r: Any) -> str:
     """The garbage collector's share of the server's CPU under the load beside the
-    calibration's, where the server timed it (/info's collector: Python's); '' elsewhere."""
+    calibration's, where the server timed it (/info's collector: Python's, V8's); '' elsewhere."""
     gc = getattr(r, "gc_pct", None)
     if gc is None:
         return ""

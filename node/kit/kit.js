@@ -16,6 +16,7 @@ import { availableParallelism } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { Piscina } from "piscina";
+import { Collector } from "./collector.js";
 import { requestId } from "./contract.js";
 import { blockingSleep, fnv1a } from "./work.js";
 import { holdSignals } from "./signals.js";
@@ -63,6 +64,7 @@ export class App {
       idleTimeout: Infinity,
     });
     this.db = openDatabase(contract, this.target, this.pid);
+    this.collector = new Collector().install(); // this process's, as labkit's
     this.endpoints = this.contract.endpoints.map((e) => this.#endpoint(e));
   }
 
@@ -294,6 +296,7 @@ export class App {
       worker_cpus: 1, // a process's own work runs on its one event loop (the pool's aside)
       cpus: availableParallelism(),
       jit: true, // V8 compiles hot code while it serves: the runner warms it up until steady
+      collector: this.collector.totals(), // V8's pauses: the runner reads them around a cell
       capacity,
       database: {
         driver: "pg (node-postgres Pool)",

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from harness.claims import (
+    TIMED_COLLECTORS,
     collector_problem,
     cpu_claim_problem,
     process_problem,
@@ -209,11 +210,12 @@ def test_processes_serving(served: Served) -> None:
 
 
 def test_collector_timed(served: Served) -> None:
-    """Python targets state /info's collector (labkit.collector: the runner reads it around
-    the calibration and the load); it counts the collections real requests cause and stays
+    """Python and Node targets state /info's collector (the runner reads it around the
+    calibration and the load); it counts the collections real requests cause and stays
     within the process's CPU time."""
-    if served.info.get("language") != "python":
-        pytest.skip("only Python's runtime states its collector")
-    assert "collector" in served.info, "a Python target states /info's collector"
+    language = served.info.get("language")
+    if language not in TIMED_COLLECTORS:
+        pytest.skip(f"{language}'s kit does not time its collector")
+    assert "collector" in served.info, f"a {language} target states /info's collector"
     problem = collector_problem(served.url)
     assert problem is None, problem

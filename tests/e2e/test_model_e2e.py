@@ -11,12 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from harness.claims import TIMED_COLLECTORS
 from harness.labrun import ENV, K6_US  # ENV: the tests' runs' (a short host check, k6's cost)
 
 from lab import ROOT
 from lab.record import CellResult
 from lab.run import calibrate
 from lab.rundir import RunDir
+from lab.targets import find
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
 
@@ -93,7 +95,6 @@ def fresh_cpu_ms(row: CellResult, folder: Path) -> float | None:
     from lab.matrix import Cell
     from lab.proc import server
     from lab.run import calibrate
-    from lab.targets import find
 
     params = tuple((k, v) for k, v in (("ms", row.ms), ("n", row.n)) if v is not None)
     cell = Cell(row.target, row.profile, row.endpoint, params, row.vus, None, "2s", 1)
@@ -191,11 +192,11 @@ def test_bound_end_to_end(tmp_path: Path, bound: str) -> None:
     assert row.verdict in ("as predicted", "below model", "above model")
     # gunicorn's sync worker closes every connection: k6's cost is the reconnecting one
     assert row.loadgen_reconnects is (row.target == "flask"), row
-    # a Python server times its collector (/info's collector): its share of the server's CPU
-    # around the calibration, and around the load where it can be what limited the cell
-    python = bool(row.python_impl)  # the row names the interpreter of a Python server
-    assert (row.gc_calibration_pct is not None) is python, row
-    assert (row.gc_pct is not None) is (python and row.bound in ("server-cpu", "vus")), row
+    # a Python or Node server times its collector (/info's collector): its share of the
+    # server's CPU around the calibration, and around the load where it can be what limited
+    timed = find(row.target).language in TIMED_COLLECTORS
+    assert (row.gc_calibration_pct is not None) is timed, row
+    assert (row.gc_pct is not None) is (timed and row.bound in ("server-cpu", "vus")), row
     for share in (row.gc_pct, row.gc_calibration_pct):
         assert share is None or 0 <= share <= 100, row
 
@@ -246,7 +247,6 @@ def test_fastapi_answers_a_flood_in_one_burst() -> None:
     every finished sleep queues for a second token behind all the waiting requests: nothing
     is answered until every sleep is done. Starlette answers 40 per round, in order."""
     from lab.proc import probe, server
-    from lab.targets import find
 
     firsts = {}
     for name in ("fastapi", "starlette"):

@@ -92,5 +92,5 @@ def test_the_reading_beside_a_miss_names_the_collector() -> None:
     assert model.observed("vus", vus) == (
         "a request took 123 ms (predicted 106 ms); the collector 4 % of the server's CPU"
     )
-    row.gc_pct = row.gc_calibration_pct = None  # not timed (Go, Node, the JVM): nothing said
+    row.gc_pct = row.gc_calibration_pct = None  # not timed (Go, the JVM): nothing said
     assert model.observed("server-cpu", row) == "1.29 ms/request"
