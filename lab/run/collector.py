@@ -3,7 +3,7 @@ V8's, node/kit/collector.js) and the share of the server's CPU it took between t
 around the calibration and around the load (the row's gc_calibration_pct and gc_pct). An
 observation beside the model, never its input: what the collector takes grows with the
 requests in flight and how long their objects live, which the calibration does not reproduce
-(CONTRACT.md, "Python's cyclic garbage collector", "V8's scavenges")."""
+(CONTRACT.md, "Python's cyclic garbage collector", "V8's collector")."""
 
 from __future__ import annotations
 

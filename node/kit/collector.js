@@ -1,8 +1,7 @@
 // V8's garbage collector, timed: /info's `collector`, as labkit.collector times Python's. A
 // collection's pause holds the event loop (its parallel part shares out to V8's helper
 // threads, which a server pinned to one CPU runs on that same CPU), so every request in flight
-// waits for it; under many requests in flight the young generation's scavenges grow long
-// (CONTRACT.md, "The collectors under many requests in flight"). The performance timeline's
+// waits for it (CONTRACT.md, "V8's collector"). The performance timeline's
 // "gc" entries time each pause on the main thread; the runner reads the totals around the
 // calibration and around the load.
 import { PerformanceObserver, constants } from "node:perf_hooks";

@@ -10,8 +10,9 @@
 // Concurrency model (CONTRACT.md): one event loop per process. /async, /gather, /sequential
 // wait on timers; /sync and /blocking block the loop (Node has no synchronous handler that
 // does not); /cpu runs on the loop; /executor and /cpu-pool run in a pool of worker threads
-// (piscina) of THREADS threads; /upstream runs its calls concurrently with Node's fetch;
+// (piscina) of THREADS threads; /upstream runs its calls concurrently with node:http;
 // the database endpoints wait on node-postgres's Pool.
+import http from "node:http";
 import { availableParallelism } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
@@ -54,6 +55,10 @@ export class App {
       /\/+$/,
       "",
     );
+    // The upstream client: kept-alive connections, as many as calls in flight (maxSockets'
+    // default: no cap) and all of them kept between calls (maxFreeSockets' default, 256,
+    // would close most of a 1,000-call wave's and open them again for the next).
+    this.upstreamAgent = new http.Agent({ keepAlive: true, maxFreeSockets: Infinity });
     // THREADS: the worker-thread pool (/executor, /cpu-pool); default one per CPU. Its
     // threads all start now (min = max) and stay.
     this.threads = intEnv("THREADS", availableParallelism());
@@ -84,6 +89,7 @@ export class App {
   }
 
   async close() {
+    this.upstreamAgent.destroy();
     await Promise.allSettled([this.pool.destroy(), this.db.pool?.end()]);
   }
 
@@ -165,18 +171,33 @@ export class App {
   };
 
   // The upstream's /delay?ms= n times, at once (Promise.all; the first failure aborts the
-  // rest) or one after another; with Node's own fetch (undici), whose global agent keeps
-  // connections alive and has no cap on connections per origin.
+  // rest) or one after another; with node:http on a keep-alive Agent without a cap on
+  // sockets per origin. Not fetch: Node's fetch (undici) holds calls back once thousands a
+  // second are in flight, with the loop idle (CONTRACT.md, 'Upstream calls').
   async upstream(e, r, concurrent) {
     const { ms, n } = r.values;
     const abort = new AbortController();
-    const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]);
-    const headers = r.requestId ? { "x-lab-request-id": r.requestId } : {};
-    const call = async () => {
-      const res = await fetch(`${this.upstreamUrl}/delay?ms=${ms}`, { headers, signal });
-      await res.arrayBuffer(); // drained: the connection is reused
-      return res.status;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, UPSTREAM_TIMEOUT_MS);
+    const options = {
+      agent: this.upstreamAgent,
+      headers: r.requestId ? { "x-lab-request-id": r.requestId } : {},
+      signal: abort.signal,
     };
+    const call = () =>
+      new Promise((ok, fail) => {
+        const req = http.get(`${this.upstreamUrl}/delay?ms=${ms}`, options, (res) => {
+          res.on("error", fail);
+          res.on("end", () => ok(res.statusCode));
+          // a close after the end is a no-op: the promise has settled
+          res.on("close", () => fail(new Error("the upstream's answer was cut short")));
+          res.resume(); // drained: the connection is reused
+        });
+        req.on("error", fail);
+      });
     const statuses = [];
     try {
       if (concurrent) {
@@ -184,7 +205,7 @@ export class App {
           ...(await Promise.all(
             Array.from({ length: n }, () =>
               call().catch((err) => {
-                abort.abort(err);
+                abort.abort();
                 throw err;
               }),
             ),
@@ -197,12 +218,11 @@ export class App {
         }
       }
     } catch (err) {
-      const cause = err?.cause?.message ?? err?.cause?.code ?? "";
-      const why = `${err?.message ?? err}${cause ? `: ${cause}` : ""}`;
-      if (err?.name === "TimeoutError") {
-        return [504, { error: `upstream timed out: ${why}` }];
-      }
+      if (timedOut) return [504, { error: `upstream timed out after ${UPSTREAM_TIMEOUT_MS} ms` }];
+      const why = err?.message || String(err); // node:http names the code (ECONNREFUSED)
       return [502, { error: `upstream failed: ${why}` }];
+    } finally {
+      clearTimeout(timer);
     }
     const bad = statuses.find((s) => s !== 200);
     if (bad !== undefined) return [502, { error: `upstream answered ${bad}`, statuses }];
@@ -268,7 +288,7 @@ export class App {
       sequential: null,
       cpu: w, // inline CPU work holds the event loop
       "cpu-pool": w * this.threads,
-      upstream: null, // fetch: no cap on connections per origin
+      upstream: null, // the Agent: no cap on connections per origin
       "upstream-seq": null,
       db: w * this.db.size, // a request holds one of the pool's connections
       "db-blocking": w * this.db.size, // no synchronous driver: the same as /db
