@@ -270,6 +270,7 @@ class RunMeta:
     cells: list[dict[str, Any]] | None = None  # every planned cell (lab.matrix.Cell.to_json)
     loadgen: list[dict[str, Any]] | None = None  # k6's cost per request, when measured
     database: dict[str, Any] | None = None  # the run's PostgreSQL (lab.proc.database.info)
+    upstream: dict[str, Any] | None = None  # the upstream service: CPUs, scheduling, starts
     stability: dict[str, Any] | None = None  # the host's CPU speed spread (lab.run.stability)
     finished_at: str | None = None
     died: str | None = None  # why the run ended without its runner

@@ -176,6 +176,13 @@ class RunDir:
         meta.database = database
         self.write_meta(meta)
 
+    def record_upstream(self, upstream: dict[str, Any]) -> None:
+        """The run's upstream service as it was started (its CPUs and scheduling), in run.json
+        as soon as a cell needs it."""
+        meta = self.meta()
+        meta.upstream = upstream
+        self.write_meta(meta)
+
     def record_stability(self, stability: dict[str, Any]) -> None:
         """The host's CPU speed so far (lab.stability), in run.json after the check and after
         each probe between cells, so that a run killed later still says how steady it was."""
@@ -191,11 +198,12 @@ class RunDir:
         loadgen_costs: list[dict[str, Any]],
         database: dict[str, Any] | None = None,
         stability: dict[str, Any] | None = None,
+        upstream: dict[str, Any] | None = None,
     ) -> None:
         """run.json's end: the servers' /info (the first a series answered wins, so a resumed
-        run keeps what it recorded before), k6's costs and the database when this session
-        used them (a resumed run's is the one its last cells queried), the host's stability
-        this session measured, the status and when.
+        run keeps what it recorded before), k6's costs, the database and the upstream service
+        when this session used them (a resumed run's are the ones its last cells used), the
+        host's stability this session measured, the status and when.
         Raises OSError when run.json cannot be written (a full disk)."""
         meta.servers = {**(meta.servers or {})}
         for series, info in servers.items():
@@ -206,6 +214,8 @@ class RunDir:
             meta.database = database
         if stability is not None:
             meta.stability = stability
+        if upstream is not None:
+            meta.upstream = upstream
         meta.status = status
         meta.finished_at = utc_now()
         self.write_meta(meta)

@@ -443,7 +443,15 @@ def _finish(run: RunDir, meta: RunMeta, runner: Runner, status: str) -> bool:
     later --resume, report or run finds the run's runner gone and marks it)."""
     costs = [cost.to_json() for _, cost in sorted(runner.loadgen.items())]
     try:
-        run.finish(meta, status, runner.servers, costs, runner.database_record(), runner.stability)
+        run.finish(
+            meta,
+            status,
+            runner.servers,
+            costs,
+            runner.database_record(),
+            runner.stability,
+            runner.upstream_record,
+        )
         return True
     except OSError as exc:
         print(

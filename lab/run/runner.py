@@ -194,6 +194,10 @@ class Runner:
         # --netns: the load hosts' namespaces, made when the run starts, removed at its end
         self.network: netns.Network | None = None
         self.upstream: server.ServerProcess | None = None
+        # run.json's `upstream` once a cell used it: its CPUs, scheduling and starts (a
+        # restarted one counts again)
+        self.upstream_record: dict[str, Any] | None = None
+        self.upstream_starts = 0
         self.database = database
         # run.json's `database`: the server's info once a cell used it, how many times a
         # fresh one replaced one that died, how the last one stopped
@@ -399,6 +403,21 @@ class Runner:
                 log = self.run.logs / f"upstream-{n}.log"
             self.upstream = server.upstream_server(cpus=self.k6_cpus, log=log)
             self.upstream.start()
+            self.upstream_starts += 1
+            # on the load side's own CPUs it may pre-empt k6 there (never beside the server)
+            scheduling = (
+                server.realtime(self.upstream.pid)
+                if self.k6_cpus and not set(self.k6_cpus) & set(self.server_cpus or [])
+                else "normal (not pinned apart from the server)"
+            )
+            self.upstream_record = {
+                "cpus": self.k6_cpus,
+                "scheduling": scheduling,
+                "starts": self.upstream_starts,
+            }
+            self.run.record_upstream(self.upstream_record)
+            if self.upstream_starts == 1:
+                print(f"upstream: CPUs {self.k6_cpus or 'all'}, {scheduling}", file=sys.stderr)
         return self.upstream.url
 
     def _start_database(self) -> None:

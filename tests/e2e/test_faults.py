@@ -84,6 +84,11 @@ def test_child_killed_mid_cell(tmp_path: Path, lab_run: Callable[..., LabRun], v
         assert "k6 was killed by SIGKILL and wrote no summary" in first["error"]
     meta = check_meta(run, "complete", "gin/release", "gin")
     check_ok_row(second, run, meta["servers"]["gin/release"])  # a fresh upstream and k6
+    # run.json's upstream: on k6's CPUs, its scheduling said, started again after its death
+    upstream = meta.get("upstream") or {}
+    assert upstream.get("starts") == (2 if victim == "upstream" else 1), upstream
+    assert upstream.get("cpus") == meta["cpus"]["k6"], upstream
+    assert str(upstream.get("scheduling")).startswith(("SCHED_FIFO ", "normal (")), upstream
     assert_nothing_left(run_, out)
 
 
