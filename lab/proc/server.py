@@ -420,7 +420,8 @@ def realtime(pid: int, priority: int = UPSTREAM_PRIORITY) -> str:
     try:
         tasks = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
         for tid in tasks:
-            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return f"normal (SCHED_FIFO refused: {why})"
