@@ -16,7 +16,7 @@ from harness.labrun import ENV, K6_US  # ENV: the tests' runs' (a short host che
 
 from lab import ROOT
 from lab.record import CellResult
-from lab.run import calibrate
+from lab.run import calibrate, collector
 from lab.rundir import RunDir
 from lab.targets import find
 
@@ -94,7 +94,6 @@ def fresh_cpu_ms(row: CellResult, folder: Path) -> float | None:
     from lab.contract import load
     from lab.matrix import Cell
     from lab.proc import server
-    from lab.run import calibrate
 
     params = tuple((k, v) for k, v in (("ms", row.ms), ("n", row.n)) if v is not None)
     cell = Cell(row.target, row.profile, row.endpoint, params, row.vus, None, "2s", 1)
@@ -114,7 +113,6 @@ def fresh_k6_ms(row: CellResult, folder: Path) -> float | None:
     """k6's cost per request measured again right after the cell, the runner's way
     (calibrate.loadgen_cost on the CPUs the run gave k6 and the server): what the host's
     CPUs do now."""
-    from lab.run import calibrate
 
     def cpus(text: str) -> list[int] | None:
         return [int(c) for c in text.split()] or None
@@ -196,7 +194,7 @@ def test_bound_end_to_end(tmp_path: Path, bound: str) -> None:
     # server's CPU around the calibration, and around the load where it can be what limited
     timed = find(row.target).language in TIMED_COLLECTORS
     assert (row.gc_calibration_pct is not None) is timed, row
-    assert (row.gc_pct is not None) is (timed and row.bound in ("server-cpu", "vus")), row
+    assert (row.gc_pct is not None) is (timed and row.bound in collector.LOAD_BOUNDS), row
     for share in (row.gc_pct, row.gc_calibration_pct):
         assert share is None or 0 <= share <= 100, row
 
