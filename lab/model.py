@@ -144,6 +144,18 @@ MEASURED_CPUS = ("server_cpu_ms", "upstream_cpu_ms", "db_cpu_ms", "load_kernel_m
 CONNECTIONS = 8
 WIDE_CONNECTIONS = 32
 GROUP_GROWS = 2.0
+# Kinds without a wait: their rate is their CPU per request, and they have no lockstep (their
+# group is their queue). They are calibrated on min(VUs, CPU_CONNECTIONS) connections, as many
+# as the cell's k6 keeps busy: eight of this client's could not keep a fast server busy (FastAPI
+# /hello 93 % busy), whose idle moments cost wake-ups the load shares out, so d read 6-14 %
+# above the load's CPU per request (CONTRACT.md, 'The capacity model', d).
+CPU_KINDS = ("cpu", "none")
+CPU_CONNECTIONS = 50
+
+
+def calibration_connections(kind: str) -> int:
+    """The most connections the calibration of an endpoint of this kind sends on."""
+    return CPU_CONNECTIONS if kind in CPU_KINDS else CONNECTIONS
 
 
 @dataclass(frozen=True)
@@ -812,7 +824,10 @@ def lockstep_applies(kind: str, endpoint: str, info: dict[str, Any]) -> bool:
     spec = contract[endpoint] if endpoint in contract.names() else None
     waits_once = spec is None or not (spec.service == "n*ms" or spec.concurrent)
     return (
-        one_at_a_time and kind != "cpu" and waits_once and math.isinf(slots(kind, endpoint, info))
+        one_at_a_time
+        and kind not in CPU_KINDS
+        and waits_once
+        and math.isinf(slots(kind, endpoint, info))
     )
 
 

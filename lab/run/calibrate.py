@@ -34,7 +34,6 @@ WALL_S = 1.5
 # when it does not (lab.model.cpu_sensitive).
 SHORT_WALL_S = 0.5
 MIN_REQUESTS = 5
-PARALLEL = model.CONNECTIONS  # connections at most
 WAIT_MS = 10  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
 WAIT_REQUESTS = 9  # the median of 9: a loaded machine stalls single requests by ms
 # /db-rows's time per query is timed over at least this many queries (two lone requests, of
@@ -206,21 +205,21 @@ def server_cost(
     db_pid: int | None = None,
     wall_s: float = WALL_S,
     load_cpus: list[int] | None = None,
-    connections: int = PARALLEL,
+    connections: int | None = None,
 ) -> ServerCost:
     """The server's CPU per request: min(VUs, connections) kept-alive connections (as k6 keeps
-    them), each sending its requests one after another, until the server has used CPU_S of
-    CPU or WALL_S have passed. Several connections because a server idle between requests
-    pays a wake-up per request that a loaded one shares out (measured: CONTRACT.md, 'The
-    capacity model', d); wall_s: a shorter window (SHORT_WALL_S). The requests wait as the
-    cell's do, only shorter (cpu_query). Then
-    the round trip, on one connection. The upstream's and the database's CPU (db_pid: the
-    top of its process tree, PostgreSQL's backends being children of the postmaster) are
-    read over the same requests, and with them (load_cpus: the load side's, where both run
-    beside this client) the kernel's interrupt work on those CPUs. connections: PARALLEL, or
-    more for a second lockstep share (wide_lockstep)."""
+    them; by default model.calibration_connections: more for an endpoint without a wait),
+    each sending its requests one after another, until the server has used CPU_S of CPU or
+    WALL_S have passed. Several connections because a server idle between requests pays a
+    wake-up per request that a loaded one shares out (measured: CONTRACT.md, 'The capacity
+    model', d); wall_s: a shorter window (SHORT_WALL_S). The requests wait as the cell's do,
+    only shorter (cpu_query). Then the round trip, on one connection. The upstream's and the
+    database's CPU (db_pid: the top of its process tree, PostgreSQL's backends being children
+    of the postmaster) are read over the same requests, and with them (load_cpus: the load
+    side's, where both run beside this client) the kernel's interrupt work on those CPUs.
+    connections: more for a second lockstep share (wide_lockstep)."""
     path = cpu_query(endpoint, cell)
-    k = max(1, min(cell.vus, connections))
+    k = max(1, min(cell.vus, connections or model.calibration_connections(endpoint.kind)))
     conns = [probe.Connection(base, timeout=60) for _ in range(k)]
     try:
         closes = False
@@ -262,7 +261,7 @@ def server_cost(
         values["ms"] = min(values["ms"], WAIT_MS)
     waits = endpoint.service_ms(values)
     lockstep = None
-    if waits is not None and endpoint.kind != "cpu":  # Z holds the waits' overshoot
+    if waits is not None and endpoint.kind not in model.CPU_KINDS:  # Z holds the overshoot
         lockstep = model.lockstep_share(k, waits + overhead, cpu_ms, client_ms, cycle_ms)
     return ServerCost(
         cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait, lockstep, kernel_ms, closes

@@ -58,8 +58,6 @@ LOADGEN_COST_S = 8.0
 # its own figure replaces it once measured.
 OVERHEAD_UNMEASURED_S = max(OVERHEAD_S.values())
 TIMELINE_KINDS = ("sleep", "cpu")
-# Kinds whose rate is their CPU per request: always the calibration's whole window.
-CPU_KINDS = ("cpu", "none")
 TIMELINE_MAX = 24  # requests in one timeline batch
 # A cell with more failed requests than this share is an error, never a verdict: failed
 # requests distort both throughput (a 502 without an upstream returns in microseconds) and
@@ -674,7 +672,7 @@ class Runner:
         # the wait dwarfs the CPU, a short calibration window does: it is kept only if the
         # prediction hardly depends on what it read, else the whole window is measured.
         args = (cell, endpoint, attempt.base, attempt.proc, attempt.info, attempt.database)
-        short = endpoint.kind not in CPU_KINDS
+        short = endpoint.kind not in model.CPU_KINDS  # the rate is the CPU: its whole window
         wall = calibrate.SHORT_WALL_S if short else calibrate.WALL_S
         demand: model.Demand | None = None
         if attempt.proc and warmup.compiles_while_running(attempt.info):

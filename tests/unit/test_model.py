@@ -818,6 +818,51 @@ def test_cpu_is_measured_with_short_waits_not_none() -> None:
     )
 
 
+COUNTS_CONNECTIONS = """
+import sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+seen, lock = set(), threading.Lock()
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        with lock:
+            seen.add(self.client_address)
+            body = str(len(seen)).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer.request_queue_size = 128  # the calibration connects 50 at once
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+@pytest.mark.parametrize(
+    "endpoint, params, vus, expected",
+    [("hello", {}, 50, 50), ("cpu", {"n": 1}, 20, 20), ("sync", {"ms": 1}, 50, 8)],
+)
+def test_an_endpoint_without_a_wait_is_calibrated_on_the_cells_connections(
+    endpoint: str, params: dict[str, int], vus: int, expected: int
+) -> None:
+    """An endpoint without a wait (/hello, /cpu) is calibrated on as many connections as its
+    k6 keeps busy, up to model.CPU_CONNECTIONS: eight could not keep a fast server busy, whose
+    idle moments cost it wake-ups the load does not pay (FastAPI /hello read 6-14 % above the
+    load's CPU per request). One that waits keeps model.CONNECTIONS (its lockstep share is of
+    those). The server counts the client's connections (its own probe's and the count's: 2)."""
+    from harness.support import script_server
+
+    from lab.contract import load
+    from lab.proc import probe
+    from lab.run import calibrate
+
+    cell = _cell(endpoint, vus, **params)
+    with script_server(COUNTS_CONNECTIONS) as (base, pid):
+        calibrate.server_cost(base, load()[endpoint], cell, pid, wall_s=0.2)
+        assert int(probe.get(base, "/hello").body) - 2 == expected
+
+
 def test_warm_up_opens_the_upstream_connections_the_load_needs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
