@@ -147,7 +147,7 @@ GROUP_GROWS = 2.0
 # Kinds without a wait: their rate is their CPU per request, and they have no lockstep (their
 # group is their queue). They are calibrated on min(VUs, CPU_CONNECTIONS) connections, as many
 # as the cell's k6 keeps busy: eight of this client's could not keep a fast server busy (FastAPI
-# /hello 93 % busy), whose idle moments cost wake-ups the load shares out, so d read 6-14 %
+# /hello 93 % busy), whose idle moments cost wake-ups the load shares out, so d read 10-14 %
 # above the load's CPU per request (CONTRACT.md, 'The capacity model', d).
 CPU_KINDS = ("cpu", "none")
 CPU_CONNECTIONS = 50

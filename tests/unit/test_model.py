@@ -848,7 +848,7 @@ def test_an_endpoint_without_a_wait_is_calibrated_on_the_cells_connections(
 ) -> None:
     """An endpoint without a wait (/hello, /cpu) is calibrated on as many connections as its
     k6 keeps busy, up to model.CPU_CONNECTIONS: eight could not keep a fast server busy, whose
-    idle moments cost it wake-ups the load does not pay (FastAPI /hello read 6-14 % above the
+    idle moments cost it wake-ups the load does not pay (FastAPI /hello read 10 % above the
     load's CPU per request). One that waits keeps model.CONNECTIONS (its lockstep share is of
     those). The server counts the client's connections (its own probe's and the count's: 2)."""
     from harness.support import script_server
