@@ -186,6 +186,9 @@ class Demand:
     # k6's costs above were measured with a new connection per request: the server closes
     # its connections, and k6 reconnects for every request
     loadgen_reconnects: bool = False
+    # At 1 VU, how much longer k6's cycle is than the calibration client's round trip (Z + d)
+    # of the same request, in µs, on gin's /hello (None: k6's cost per request, as for more VUs)
+    loadgen_lone_us: float | None = None
 
     def load_side_ms(self, cpus: float = 1.0) -> float:
         """The load side's CPU per request at the rate that saturates its `cpus`."""
@@ -376,6 +379,12 @@ def predict(
     slot = ceilings.get(slot_name, math.inf)
     if rate:
         return _open(float(rate), vus, s, z, stations, ceilings, slot)
+    if vus == 1 and demand.loadgen_lone_us is not None:
+        # a lone VU: its round trip is k6's (Z and how far k6's cycle differs from the
+        # calibration client's), not Z plus k6's CPU per request, most of which overlaps it
+        z = max(0.0, z + demand.loadgen_lone_us / 1e6)
+        load -= side["loadgen"] / 1000.0
+        stations = [(d, m_server), (load, loadgen_cpus)]
     ceilings["vus"] = vus / (s + d + z + load)
     x_cpu, _ = mva(vus, s + z, stations)
     share = group_share(demand, vus)
@@ -543,7 +552,7 @@ def speed_share(demand: Demand, rps_of: Callable[[Demand], float | None]) -> flo
     slower = {
         name: getattr(demand, name) * factor for name in MEASURED_CPUS if getattr(demand, name)
     }
-    for name in ("loadgen_us", "loadgen_paced_us"):
+    for name in ("loadgen_us", "loadgen_paced_us", "loadgen_lone_us"):
         if getattr(demand, name):
             slower[name] = getattr(demand, name) * factor
     rps = rps_of(replace(demand, **slower)) if slower else base
@@ -714,6 +723,13 @@ def limit_text(bound: str, r: Any) -> str:
             text = (
                 f"database {f(r.db_cpu_ms, 'ms')}{_kernel(r)}/request on k6's CPUs "
                 f"→ {f(r.loadgen_rps_max, 'rps')} max"
+            )
+        case "vus" if r.vus == 1 and getattr(r, "loadgen_lone_us", None) is not None:
+            lone = r.loadgen_lone_us  # a lone VU's cycle, every part of it
+            k6 = f"+ {f(lone, 'µs')} k6's" if lone >= 0 else f"- {f(-lone, 'µs')}: k6's is quicker"
+            text = (
+                f"1 VU / ({f(r.service_ms, 'ms')} + {f(r.server_cpu_ms, 'ms')} CPU + "
+                f"{f(r.overhead_ms, 'ms')} round trip {k6})"
             )
         case "vus":
             text = f"{r.vus} VUs / ({f(r.service_ms, 'ms')} + {f(r.overhead_ms, 'ms')} round trip)"

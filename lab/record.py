@@ -98,6 +98,8 @@ class CellResult:
     # k6's CPU per request (µs) where its requests wait, and the rate it was measured at
     loadgen_paced_us: float | None = None
     loadgen_paced_rps: float | None = None
+    # at 1 VU: how much longer k6's cycle is than the calibration's round trip (µs, on gin)
+    loadgen_lone_us: float | None = None
     # the server closed its connections after each reply: k6's costs above are those of a new
     # connection per request, as k6 then opens them
     loadgen_reconnects: bool | None = None

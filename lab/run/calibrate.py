@@ -36,6 +36,12 @@ SHORT_WALL_S = 0.5
 MIN_REQUESTS = 5
 WAIT_MS = 10  # waits of this length (or the cell's, if shorter) show a sleep's overshoot
 WAIT_REQUESTS = 9  # the median of 9: a loaded machine stalls single requests by ms
+# A lone VU's /hello is its round trip and little else, timed as k6 sends it: one request
+# after another for seconds, the median of them all (a cell's over its calibration's window,
+# gin's in k6's reference for this long). This host's round trips move between
+# modes for seconds at a time (FastAPI's /hello: 0.28 or 0.34-0.39 ms, a median of 51 reading
+# either), which a short burst, or one after an idle moment, reads as the whole.
+LONE_S = 0.5
 # /db-rows's time per query is timed over at least this many queries (two lone requests, of
 # this many and of one): one query adds about 0.1-0.3 ms, so 19 of them stand well above the
 # medians' noise of some 0.05 ms.
@@ -148,12 +154,14 @@ def send_until(
     wall_s: float,
     min_requests: int,
     client_cpu: list[float] | None = None,
+    round_trips: list[float] | None = None,
 ) -> int:
     """Each connection sends path one request after another until the server (its tree_cpu_s
     `before` the requests) has used cpu_s of CPU or wall_s have passed, min_requests at least
     (ten times wall_s at most: requests of seconds each); returns how many were answered.
     A request that is not answered 200 is a CalibrationError. client_cpu: each connection's
-    thread adds the CPU time it used (this client's own, not the watching of the server's)."""
+    thread adds the CPU time it used (this client's own, not the watching of the server's);
+    round_trips: every answered request's round trip, in seconds."""
     counts = [0] * len(conns)
     failed: list[str] = []
     stop = threading.Event()
@@ -167,6 +175,8 @@ def send_until(
                     failed.append(f"calibration request {path} answered {reply.status}")
                     return
                 counts[i] += 1
+                if round_trips is not None:
+                    round_trips.append(reply.seconds)
         except OSError as exc:
             failed.append(f"calibration request {path} failed: {exc}")
         finally:
@@ -213,7 +223,8 @@ def server_cost(
     WALL_S have passed. Several connections because a server idle between requests pays a
     wake-up per request that a loaded one shares out (measured: CONTRACT.md, 'The capacity
     model', d); wall_s: a shorter window (SHORT_WALL_S). The requests wait as the cell's do,
-    only shorter (cpu_query). Then the round trip, on one connection. The upstream's and the
+    only shorter (cpu_query). Then the round trip, on one connection (a lone VU's /hello's:
+    the window's own requests, as k6 sends them, LONE_S). The upstream's and the
     database's CPU (db_pid: the top of its process tree, PostgreSQL's backends being children
     of the postmaster) are read over the same requests, and with them (load_cpus: the load
     side's, where both run beside this client) the kernel's interrupt work on those CPUs.
@@ -234,7 +245,9 @@ def server_cost(
         beside = bool(load_cpus and (upstream_pid or db_pid))
         kernel0 = kernel_seconds(load_cpus or []) if beside else 0.0
         started, client = time.perf_counter(), list[float]()
-        count = send_until(conns, path, server_pid, srv0, CPU_S, wall_s, MIN_REQUESTS, client)
+        # a lone VU's /hello: its round trip timed over the window, as k6 sends it (LONE_S)
+        lone = [] if k == 1 and endpoint.kind == "none" else None
+        count = send_until(conns, path, server_pid, srv0, CPU_S, wall_s, MIN_REQUESTS, client, lone)
         cycle_ms = k * (time.perf_counter() - started) / count * 1000
         client_ms = sum(client) / count * 1000
         srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
@@ -251,6 +264,8 @@ def server_cost(
         if measures_wait(endpoint):
             overhead, wait = _queries(conns[0], endpoint, cell, cpus)
             overshoot = 0.0
+        elif lone:
+            overhead, overshoot = max(0.0, statistics.median(lone) * 1000 - cpus), 0.0
         else:
             overhead, overshoot = _round_trip(conns[0], endpoint, cell, cpus)
     finally:
@@ -349,6 +364,13 @@ class LoadgenCost:
     # k6's own noise, for the tolerance of a cell bound on the load side (lab.stability)
     spread: float | None = None
     readings: int = 1
+    # At 1 VU: how much longer k6's cycle on gin's /hello is than the round trip this client
+    # times for the same request (as server_cost times a 1-VU cell's: the cell's d + Z plus
+    # this is k6's cycle there; below 0 where this client is the slower). A lone VU never overlaps
+    # its requests, and much of k6's CPU per request (its metrics, its runtime) runs while the
+    # request is away: its cycle is not d + Z + cpu_us (measured: CONTRACT.md, 'The capacity
+    # model', k6 per request). None: more VUs.
+    lone_us: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -427,10 +449,12 @@ def loadgen_cost(
         )
         proc.start(30)
         cell = Cell("gin", gin.default_profile, "hello", (), vus, None, LOADGEN_DURATION, 1)
-        readings = [
-            _k6_reading(cell, proc.url, [_renamed(i, f"-{n}") if n else i for i in instances], 0.1)
-            for n in range(LOADGEN_READINGS)
-        ]
+        readings, trips = [], []
+        for n in range(LOADGEN_READINGS):
+            named = [_renamed(i, f"-{n}") if n else i for i in instances]
+            readings.append(_k6_reading(cell, proc.url, named, 0.1))
+            if vus == 1:  # this client's round trip beside each: the host's phases move both
+                trips.append(lone_round_trip_ms(proc.url, reconnect))
         costs = [k6_cost_us(pct, rps, cpus)[0] for rps, pct in readings]
         rps, pct = readings[costs.index(statistics.median_low(costs))]
         us, how = k6_cost_us(pct, rps, cpus)
@@ -445,6 +469,7 @@ def loadgen_cost(
             paced_us = pct_paced / 100.0 / paced_rps * 1e6
         except CalibrationError:
             paced_rps = None
+        lone = k6_lone_us(rps, statistics.median(trips)) if trips else None
         return LoadgenCost(
             us,
             rps,
@@ -458,6 +483,7 @@ def loadgen_cost(
             reconnect,
             None if spread is None else round(spread, 4),
             len(costs),
+            lone,
         )
     except (OSError, server.ServerError, CalibrationError, loadgen.K6Missing) as exc:
         failed = f"assumed: measurement failed ({exc})"
@@ -465,6 +491,30 @@ def loadgen_cost(
     finally:
         if proc:
             proc.stop()
+
+
+def lone_round_trip_ms(url: str, reconnect: bool) -> float:
+    """The median round trip of /hello at `url` as this client times a lone VU's (Z + d):
+    requests one after another for LONE_S, on a kept-alive connection, or with reconnect on a
+    new one each, its connect included (against a server that closes, this client reconnects
+    inside its timed request)."""
+    walls: list[float] = []
+    with probe.Connection(url) as conn:
+        conn.get("/hello")  # the connection's lazy set-up
+        ended = time.monotonic() + LONE_S
+        while time.monotonic() < ended:
+            started = time.perf_counter()
+            reply = probe.get(url, "/hello") if reconnect else conn.get("/hello")
+            if reply.status != 200:
+                raise CalibrationError(f"calibration request /hello answered {reply.status}")
+            walls.append((time.perf_counter() - started) * 1000)
+    return statistics.median(walls)
+
+
+def k6_lone_us(rps: float, round_trip_ms: float) -> float:
+    """How much longer one VU's k6 cycle (1 / rps) is than this client's round trip of the
+    same request: below 0 where this client's own parsing takes longer than k6's."""
+    return 1e6 / rps - round_trip_ms * 1000.0
 
 
 def _k6_reading(

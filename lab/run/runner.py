@@ -382,6 +382,8 @@ class Runner:
                 else ""
             )
             spread = f", spread {cost.spread:.1%}" if cost.spread is not None else ""
+            if cost.lone_us is not None:
+                spread += f"; a lone VU's cycle {cost.lone_us:+.0f} µs beyond this client's"
             print(
                 f"k6 costs {cost.us_per_request:.0f} µs per request at {vus} VUs{paced} "
                 f"({cost.source}{spread})",
@@ -941,6 +943,7 @@ class Runner:
             loadgen_us=k6.us_per_request,
             loadgen_paced_us=k6.paced_us,
             loadgen_paced_rps=k6.paced_rps,
+            loadgen_lone_us=k6.lone_us,
             overshoot_ms=cost.overshoot_ms,
             db_cpu_ms=cost.db_cpu_ms,
             lockstep=cost.lockstep,
@@ -1085,6 +1088,7 @@ class Runner:
             loadgen_us=demand.loadgen_us,
             loadgen_paced_us=demand.loadgen_paced_us,
             loadgen_paced_rps=demand.loadgen_paced_rps,
+            loadgen_lone_us=demand.loadgen_lone_us,
             loadgen_reconnects=demand.loadgen_reconnects,
             lockstep=demand.lockstep if grouped else None,  # the shares the model used
             lockstep_wide=demand.lockstep_wide if grouped else None,

@@ -84,6 +84,43 @@ def test_upstream_cpu_bound() -> None:
     assert p.loadgen_rps_max == pytest.approx(1 / 0.00046)
 
 
+def test_a_lone_vu_adds_what_k6_adds_beyond_the_round_trip_not_its_cpu() -> None:
+    """One VU never overlaps its requests, and much of k6's CPU per request runs while the
+    request is away (FastAPI /hello at 1 VU, 2026-11-29: k6's CPU 117 µs a request on gin,
+    its cycle there 5 µs beyond this client's round trip; the cell's d + Z 0.283 ms, its
+    cycle 0.295-0.325 ms, where S + d + Z + k6's CPU said 0.400): the cycle is S + d + Z +
+    that part; below 0 where k6 is quicker than this client. More VUs, or none measured:
+    k6's CPU per request as before."""
+    from lab.record import CellResult
+
+    hello = Demand(0.0, 0.204, 0.079, None, 117.0, loadgen_lone_us=5.0)
+    info = py(workers=1, cpus=1, hello=None)
+    p = model.predict("none", "hello", hello, 1, None, info, 1)
+    assert p.bound == "vus"
+    assert p.rps == pytest.approx(1e3 / (0.204 + 0.079 + 0.005))
+    assert p.ceilings["loadgen"] == pytest.approx(1e6 / 117.0)  # its CPU's ceiling stays
+    unmeasured = model.predict(
+        "none", "hello", replace(hello, loadgen_lone_us=None), 1, None, info, 1
+    )
+    assert unmeasured.rps == pytest.approx(1e3 / (0.204 + 0.079 + 0.117))
+    two = model.predict("none", "hello", hello, 2, None, info, 1)
+    assert two.rps == pytest.approx(model.mva(2, 0.079e-3, [(0.204e-3, 1), (117e-6, 1)])[0])
+    # a sleep of 10 ms at 1 VU: S + d + Z + k6's part
+    sleep = replace(hello, service_ms=10.0, server_cpu_ms=0.9, overhead_ms=0.58)
+    one = model.predict("sleep", "async", sleep, 1, None, py(**{"async": None}), 1)
+    assert one.rps == pytest.approx(1e3 / (10.0 + 0.9 + 0.58 + 0.005))
+    # k6 quicker than the calibration's client: the round trip it sees is shorter
+    quick = model.predict("none", "hello", replace(hello, loadgen_lone_us=-30.0), 1, None, info, 1)
+    assert quick.rps == pytest.approx(1e3 / (0.204 + 0.079 - 0.030))
+    row = CellResult(vus=1, service_ms=0.0, server_cpu_ms=0.204, overhead_ms=0.079)
+    row.update(loadgen_lone_us=5.0)
+    assert model.limit_text("vus", row) == (
+        "1 VU / (0 ms + 0.204 ms CPU + 0.079 ms round trip + 5 µs k6's)"
+    )
+    row.update(loadgen_lone_us=-30.0)
+    assert model.limit_text("vus", row).endswith("round trip - 30 µs: k6's is quicker)")
+
+
 def test_k6_paced_costs_more_beside_what_shares_its_cpu() -> None:
     """k6 waiting for its answers pays a wake-up per request that a saturated k6 shares out
     (measured: 180 µs a request at its top rate, 278 µs paced at 492 rps, 50 VUs): beside the
@@ -861,6 +898,65 @@ def test_an_endpoint_without_a_wait_is_calibrated_on_the_cells_connections(
     with script_server(COUNTS_CONNECTIONS) as (base, pid):
         calibrate.server_cost(base, load()[endpoint], cell, pid, wall_s=0.2)
         assert int(probe.get(base, "/hello").body) - 2 == expected
+
+
+SLOW_TO_CONNECT = """
+import sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def setup(self):
+        time.sleep(0.03)  # every new connection: 30 ms before its first request is read
+        super().setup()
+    def do_GET(self):  # one write: headers and body apart would meet the delayed ACK
+        self.wfile.write(b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\n{}")
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_a_lone_vus_k6_part_is_its_cycle_beyond_the_round_trip_timed_as_a_cells() -> None:
+    """k6's part of a 1-VU cycle is its cycle on gin's /hello less this client's round trip
+    of it, timed as a cell's: on one kept-alive connection, or on a new one each with its
+    connect (a server that closes: this client then reconnects inside a timed request)."""
+    from harness.support import script_server
+
+    from lab.run import calibrate
+
+    assert calibrate.k6_lone_us(5_000.0, 0.15) == pytest.approx(50.0)
+    assert calibrate.k6_lone_us(5_000.0, 0.25) == pytest.approx(-50.0)  # k6 the quicker
+    with script_server(SLOW_TO_CONNECT) as (base, _):
+        assert calibrate.lone_round_trip_ms(base, reconnect=False) < 25.0
+        assert calibrate.lone_round_trip_ms(base, reconnect=True) >= 30.0
+
+
+def test_a_lone_vus_hello_is_timed_over_its_calibration_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 1-VU /hello's round trip is the median of its calibration window's requests (one
+    after another for a second, as its k6 sends them), not a burst timed after it: this
+    host's round trips move between modes for seconds, which a burst reads as the whole.
+    More VUs, or an endpoint that waits: the burst after the window (_round_trip)."""
+    from harness.support import script_server
+
+    from lab.contract import load
+    from lab.run import calibrate
+
+    bursts: list[str] = []
+    timed = calibrate._round_trip
+
+    def burst(conn: Any, endpoint: Any, cell: Any, cpu_ms: float) -> tuple[float, float]:
+        bursts.append(endpoint.name)
+        return timed(conn, endpoint, cell, cpu_ms)
+
+    monkeypatch.setattr(calibrate, "_round_trip", burst)
+    with script_server(SLOW_TO_CONNECT) as (base, pid):
+        lone = calibrate.server_cost(base, load()["hello"], _cell("hello", 1), pid, wall_s=0.2)
+        assert bursts == [] and lone.cpu_ms and 0 <= lone.overhead_ms < 25.0
+        calibrate.server_cost(base, load()["hello"], _cell("hello", 2), pid, wall_s=0.2)
+        calibrate.server_cost(base, load()["sync"], _cell("sync", 1, ms=1), pid, wall_s=0.2)
+        assert bursts == ["hello", "sync"]
 
 
 def test_warm_up_opens_the_upstream_connections_the_load_needs(
