@@ -207,12 +207,12 @@ class ServerProcess(ProcessWithLog):
         self.host = host
         self.port = port
         self.cpus = cpus
-        self._log_path = log or Path(tempfile.mkstemp(prefix=f"lab-{name}-", suffix=".log")[1])
+        self._log_path = log  # without one, a temporary file once there is output to keep
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
     @property
-    def log_path(self) -> Path:
+    def log_path(self) -> Path | None:
         return self._log_path
 
     @property
@@ -242,7 +242,11 @@ class ServerProcess(ProcessWithLog):
             raise ServerError(f"port {self.port} on {self.host} is already in use")
         out: IO[bytes] | None = None
         if not show_output:
-            self._log = out = self.log_path.open("wb")
+            if self._log_path is None:  # not for show_output: `lab serve` would leave it empty
+                fd, name = tempfile.mkstemp(prefix=f"lab-{self.name}-", suffix=".log")
+                os.close(fd)
+                self._log_path = Path(name)
+            self._log = out = self._log_path.open("wb")
         self.proc = children.spawn(
             self.command,
             self.name,

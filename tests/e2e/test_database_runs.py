@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -232,9 +234,12 @@ def test_kill_9_of_the_runner_leaves_no_postgres(out: Path, lab_run: Callable[..
 
 def test_serve_starts_a_database_and_ctrl_c_stops_everything_with_a_query_in_flight() -> None:
     port, upstream = server.free_port(), server.free_port()
+    own = Path(tempfile.mkdtemp(prefix="serve-"))  # short: PostgreSQL's socket is in it
+    own.chmod(0o711)  # and PostgreSQL, as nobody, reaches its data through it
+    env = {**ENV, "PORT": str(port), "UPSTREAM_PORT": str(upstream), "TMPDIR": str(own)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "lab", "serve", "go"],
-        cwd=ROOT, env={**ENV, "PORT": str(port), "UPSTREAM_PORT": str(upstream)},
+        cwd=ROOT, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     replies: list[int] = []
@@ -274,7 +279,9 @@ def test_serve_starts_a_database_and_ctrl_c_stops_everything_with_a_query_in_fli
         assert not [p for p in alive if p.status() != "zombie"], alive
         assert not server.port_in_use(port) and not server.port_in_use(upstream)
         assert not data.parent.exists()  # its temporary folder, whole
+        assert not list(own.glob("lab-gin-*")), "its output is ours: no log file of its own"
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
+        shutil.rmtree(own, ignore_errors=True)
