@@ -54,7 +54,8 @@ unbounded endpoint that waits, the cycle is MVA's plus g of the way to the group
 need not grow with N: hypercorn's are the requests that reach its loop together, about as
 many at 32 connections as at 8. For more than 8 VUs a second share at min(N, 32) tells the
 two apart (group_share): a group that grows keeps the first share, one that does not keeps
-its size, a smaller share of more VUs.
+its size, a smaller share of more VUs. A request of n waits keeps the group a single wait's
+requests form, measured on /async (group_endpoint): Django's forms at a request's ends.
 
 The database endpoints (kind db). /db and /db-blocking wait `ms` inside the database
 (pg_sleep): S = ms, like a sleep. /db-rows ("calibrated" in the contract) runs n queries one
@@ -144,6 +145,9 @@ MEASURED_CPUS = ("server_cpu_ms", "upstream_cpu_ms", "db_cpu_ms", "load_kernel_m
 CONNECTIONS = 8
 WIDE_CONNECTIONS = 32
 GROUP_GROWS = 2.0
+# The endpoint whose shares predict one whose n waits come one after another or at once
+# (group_endpoint): a single wait's.
+GROUP_ENDPOINT = "async"
 # Kinds without a wait: their rate is their CPU per request, and they have no lockstep (their
 # group is their queue). They are calibrated on min(VUs, CPU_CONNECTIONS) connections, as many
 # as the cell's k6 keeps busy: eight of this client's could not keep a fast server busy (FastAPI
@@ -175,6 +179,9 @@ class Demand:
     # the same share at min(VUs, WIDE_CONNECTIONS) connections, for a cell of more VUs than
     # CONNECTIONS whose first share is above 0 (None: not measured)
     lockstep_wide: float | None = None
+    # the CPU per request of the requests the group waits for, where the shares are another
+    # endpoint's (group_endpoint: a single wait's d; None: this endpoint's d)
+    lockstep_cpu_ms: float | None = None
     # k6's CPU per request where it is not the bottleneck (its requests wait) and the rate it
     # was measured at: a k6 that waits for its answers pays a wake-up per request that a
     # saturated one shares out (None: k6 costs loadgen_us at every rate)
@@ -390,8 +397,9 @@ def predict(
     share = group_share(demand, vus)
     if share and d > 0 and lockstep_applies(kind, endpoint, info):  # a group's CPU
         alone, _ = mva(vus, s + z, [(load, loadgen_cpus)])
-        group = vus / alone + vus * d / m_server
-        x_cpu = vus / min(group, vus / x_cpu + share * max(0.0, group - vus / x_cpu))
+        others = (demand.lockstep_cpu_ms or 0.0) / 1000.0 or d  # the group's requests' CPU
+        group = vus / alone + (d + (vus - 1) * others) / m_server
+        x_cpu = vus / (vus / x_cpu + share * max(0.0, group - vus / x_cpu))
     x = min(x_cpu, slot)
     bound = min(ceilings, key=lambda k: ceilings[k])
     return Prediction(x, vus / x * 1000.0, bound, ceilings)
@@ -821,30 +829,34 @@ def _collector(r: Any) -> str:
 
 
 def lockstep_applies(kind: str, endpoint: str, info: dict[str, Any]) -> bool:
-    """Whether a measured lockstep share moves the prediction: an unbounded endpoint that
-    waits (a bounded one queues for its slots, which the share's comparison leaves out; a
-    CPU endpoint's group is its queue already) on a server whose worker runs one request's
-    steps at a time (an event loop, a GIL: /info worker_cpus 1, Python's by default). Where
-    requests run in parallel there is no group to wait for: Go's and the JVM's /upstream read
-    shares of 0.31-0.58 (the fan-out's own spread) and 1.13-1.15 of the model with them (io
-    run 20261125-051408). Only where a request waits once: where its n waits come one after
-    another (the contract's service n*ms: /sequential, /upstream-seq) or all at once (n
-    concurrent waits: /gather, /upstream), the calibration reads a share, from the spread of
-    its n wake-ups as on Go, but the load shows no group (CONTRACT.md, 'The capacity model',
-    lockstep)."""
+    """Whether a measured lockstep share moves the prediction (group_endpoint)."""
+    return group_endpoint(kind, endpoint, info) is not None
+
+
+def group_endpoint(kind: str, endpoint: str, info: dict[str, Any]) -> str | None:
+    """The endpoint whose calibration's lockstep shares (and CPU per request) predict a cell
+    of this one; None where no group moves the prediction. A group forms for an unbounded
+    endpoint that waits (a bounded one queues for its slots, which the share's comparison
+    leaves out; a CPU endpoint's group is its queue already) on a server whose worker runs one
+    request's steps at a time (an event loop, a GIL: /info worker_cpus 1, Python's by
+    default). Where requests run in parallel there is no group to wait for: Go's and the
+    JVM's /upstream read shares of 0.31-0.58 (the fan-out's own spread) and 1.13-1.15 of the
+    model with them (io run 20261125-051408). A request that waits once: its own. One whose
+    n waits come one after another (the contract's service n*ms: /sequential, /upstream-seq)
+    or all at once (n concurrent waits: /gather, /upstream): GROUP_ENDPOINT's, a single
+    wait's. Its own calibration reads a share from the spread of its n wake-ups, as on Go,
+    which the load does not show; the group a server does keep (Django's) forms at the
+    request's ends, not at each wait, and waits for their CPU, a single wait's request's
+    (CONTRACT.md, 'The capacity model', lockstep)."""
     per_worker = info.get("worker_cpus")
     if per_worker is None and info.get("language") == "python":
         per_worker = 1
-    one_at_a_time = per_worker == 1
+    if per_worker != 1 or kind in CPU_KINDS or not math.isinf(slots(kind, endpoint, info)):
+        return None
     contract = load()
     spec = contract[endpoint] if endpoint in contract.names() else None
     waits_once = spec is None or not (spec.service == "n*ms" or spec.concurrent)
-    return (
-        one_at_a_time
-        and kind not in CPU_KINDS
-        and waits_once
-        and math.isinf(slots(kind, endpoint, info))
-    )
+    return endpoint if waits_once else GROUP_ENDPOINT
 
 
 def lockstep_share(
@@ -906,4 +918,6 @@ def lockstep_ms(r: Any) -> float | None:
     if not r.vus or r.vus < 2 or not r.server_cpu_ms or r.service_ms is None:
         return None
     side = Demand(0.0, None, None, r.upstream_cpu_ms, r.loadgen_us, None, r.db_cpu_ms)
-    return r.service_ms + (r.overhead_ms or 0.0) + side.load_side_ms() + r.vus * r.server_cpu_ms
+    others = getattr(r, "lockstep_cpu_ms", None) or r.server_cpu_ms  # the group's requests'
+    group = r.server_cpu_ms + (r.vus - 1) * others
+    return r.service_ms + (r.overhead_ms or 0.0) + side.load_side_ms() + group

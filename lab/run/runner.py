@@ -921,16 +921,29 @@ class Runner:
         service = endpoint.service_ms(dict(cell.params))
         if service is None:  # "calibrated" in the contract (/db-rows): the wait measured
             service = cost.wait_ms
+        pid = proc.pid if proc else None
+        share, others = cost.lockstep, None
+        group_at = model.group_endpoint(endpoint.kind, cell.endpoint, info)
+        at, at_cell = endpoint, cell
+        if group_at is not None and group_at != cell.endpoint:
+            # n waits: the group a single wait's requests form, and their CPU (group_endpoint)
+            share = None
+            if not cell.rate and cell.vus > 1:  # a group forms in a closed loop
+                ms = cell.param("ms")
+                at = self.contract[group_at]
+                at_cell = replace(cell, endpoint=group_at, params=(("ms", ms),) if ms else ())
+                single = calibrate.server_cost(base, at, at_cell, pid, wall_s=wall_s)
+                share, others = single.lockstep, single.cpu_ms
         wide = None
         if (  # a short window's share is kept only where no share moves the prediction
-            cost.lockstep
+            share
             and wall_s >= calibrate.WALL_S
             and cell.vus > model.CONNECTIONS
             and not cell.rate  # a group forms in a closed loop
-            and model.wide_share_applies(cell.endpoint)
-            and model.lockstep_applies(endpoint.kind, cell.endpoint, info)
+            and model.wide_share_applies(at_cell.endpoint)
+            and group_at is not None
         ):
-            wide = calibrate.wide_lockstep(base, endpoint, cell, proc.pid if proc else None)
+            wide = calibrate.wide_lockstep(base, at, at_cell, pid)
         overhead = cost.overhead_ms
         if overhead is not None and self.rtt_ms is not None:
             # measured from the root namespace: k6's requests travel the load hosts' links
@@ -946,8 +959,9 @@ class Runner:
             loadgen_lone_us=k6.lone_us,
             overshoot_ms=cost.overshoot_ms,
             db_cpu_ms=cost.db_cpu_ms,
-            lockstep=cost.lockstep,
+            lockstep=share,
             lockstep_wide=wide,
+            lockstep_cpu_ms=others,
             load_kernel_ms=cost.load_kernel_ms,
             loadgen_reconnects=k6.reconnects,
         )
@@ -1092,6 +1106,7 @@ class Runner:
             loadgen_reconnects=demand.loadgen_reconnects,
             lockstep=demand.lockstep if grouped else None,  # the shares the model used
             lockstep_wide=demand.lockstep_wide if grouped else None,
+            lockstep_cpu_ms=demand.lockstep_cpu_ms if grouped else None,
             loadgen_rps_max=p.loadgen_rps_max,
             predicted_rps=p.rps,
             predicted_latency_ms=p.latency_ms,

@@ -737,15 +737,46 @@ def test_a_group_in_lockstep_waits_for_all_of_its_cpu() -> None:
         != model.predict("sleep", "async", replace(demand, lockstep=1.0), 50, None, parallel, 1).rps
     )
     assert model.lockstep_applies("sleep", "async", {**parallel, "language": "python"})
-    # n waits, one after another (the contract's n*ms) or all at once (/gather, /upstream),
-    # form no group under the load: only a request that waits once
-    assert not model.lockstep_applies("sleep", "gather", info)
-    assert not model.lockstep_applies("upstream", "upstream", {**info, "capacity": {}})
-    assert not model.lockstep_applies("sleep", "sequential", info)
-    assert not model.lockstep_applies("upstream", "upstream-seq", {**info, "capacity": {}})
-    assert model.lockstep_applies("sleep", "sync", {**info, "capacity": {}})
-    assert rps(1.0, "sequential") == rps(None, "sequential")
-    assert rps(1.0, "gather") == rps(None, "gather")
+    # n waits, one after another (the contract's n*ms) or all at once (/gather, /upstream):
+    # the group a single wait's requests form (/async's shares and CPU: the runner's)
+    unbounded = {**info, "capacity": {}}
+    for kind, endpoint in [("sleep", "gather"), ("upstream", "upstream"), ("sleep", "sequential"),
+                           ("upstream", "upstream-seq")]:  # fmt: skip
+        assert model.group_endpoint(kind, endpoint, unbounded) == model.GROUP_ENDPOINT == "async"
+    assert model.group_endpoint("sleep", "async", info) == "async"  # its own
+    assert model.group_endpoint("sleep", "sync", unbounded) == "sync"
+    assert model.group_endpoint("sleep", "blocking", info) is None
+    assert model.group_endpoint("sleep", "sequential", parallel) is None
+
+
+def test_a_request_of_n_waits_keeps_the_group_a_single_waits_requests_form() -> None:
+    """Django/uvicorn at 100 VUs (io run 20261129-065922): its requests move in lockstep at
+    their ends (its thread hops), whatever their waits: 69 ms more than a 100-ms wait with one
+    wait, 78 with three, 60-112 with ten. /sequential?ms=100&n=10 read 0.90 of the model
+    without a group and /upstream-seq 0.94; with /async's shares (0.73 of 8, 0.79 of 32: a
+    group that grows) and its CPU (0.874 ms a request) 0.96 and 0.99; with /upstream-seq's own
+    3.35 ms for the group's CPU, 1.16. A server saturated (/upstream, 2.6 ms a request): the
+    group waits no longer than its CPU queue, 0.98 either way."""
+    info = {"language": "python", "cpus": 1, "workers": 1, "worker_cpus": 1, "capacity": {}}
+    k6 = {"loadgen_us": 83.8, "loadgen_paced_us": 121.4, "loadgen_paced_rps": 985.0}
+    group = {"lockstep": 0.729555, "lockstep_wide": 0.787467, "lockstep_cpu_ms": 0.874317}
+    cells = [  # (kind, endpoint, S, d, Z, upstream CPU, overshoot, measured rps, with group)
+        ("sleep", "sequential", 1000.0, 0.775, 3.456, None, 2.733, 89.557, 0.956),
+        ("upstream", "upstream-seq", 1000.0, 3.353, 9.627, 1.673, 8.677, 92.144, 0.994),
+        ("upstream", "upstream", 100.0, 2.622, 0.679, 0.863, 1.322, 372.419, 0.977),
+    ]
+    for kind, endpoint, s, d, z, up, o, measured, expected in cells:
+        demand = Demand(s, d, z, up, overshoot_ms=o, **k6)  # type: ignore[arg-type]
+        grouped = replace(demand, **group)  # type: ignore[arg-type]
+        alone = model.predict(kind, endpoint, demand, 100, None, info, 1).rps
+        together = model.predict(kind, endpoint, grouped, 100, None, info, 1).rps
+        assert alone and together
+        assert measured / together == pytest.approx(expected, abs=0.01), endpoint
+        assert together <= alone * 1.0001
+    own = replace(Demand(1000.0, 3.353, 9.627, 1.673, overshoot_ms=8.677, **k6), **group)  # type: ignore[arg-type]
+    own_cpu = model.predict("upstream", "upstream-seq", replace(own, lockstep_cpu_ms=None), 100,
+                            None, info, 1).rps  # fmt: skip
+    assert own_cpu and 92.144 / own_cpu > 1.1  # each request waiting for all 3.35 ms: too long
 
 
 # A server that waits ms, then spends 0.6 ms of CPU, per request: in a thread per connection,
@@ -1016,6 +1047,51 @@ def test_k6_is_calibrated_once_per_vu_count(monkeypatch: pytest.MonkeyPatch, tmp
     anew = [r.loadgen_cost(v, reconnect=True).us_per_request for v in (50, 50)]
     assert anew == [1150.0, 1150.0] and r.loadgen_cost(50).us_per_request == 150.0
     assert calls == [(50, False), (100, False), (50, True)]
+
+
+def test_the_runner_reads_the_group_of_n_waits_on_a_single_wait(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A cell whose n waits come one after another (or at once) on an event loop is predicted
+    with the shares and CPU of /async on the same server, with the cell's wait (min 10 ms):
+    its own calibration's share is its wake-ups' spread (model.group_endpoint)."""
+    from lab.contract import load
+    from lab.matrix import Cell
+    from lab.run import calibrate, runner
+    from lab.rundir import RunDir
+
+    sent: list[tuple[str, str, int | None]] = []
+
+    def cost(base: str, endpoint: Any, cell: Cell, *args: Any, **kw: Any) -> calibrate.ServerCost:
+        sent.append((endpoint.name, cell.endpoint, kw.get("connections")))
+        share = {"sequential": 0.5, "async": 0.7}[endpoint.name]
+        cpu = {"sequential": 3.0, "async": 0.9}[endpoint.name]
+        return calibrate.ServerCost(
+            cpu, 0.3, None, 100, lockstep=share * (kw.get("connections") or 1)
+        )
+
+    stub = calibrate.LoadgenCost(60.0, None, 1, "measured: stub", 100)
+    monkeypatch.setattr(calibrate, "server_cost", cost)
+    monkeypatch.setattr(runner.Runner, "loadgen_cost", lambda self, vus, reconnect=False: stub)
+    r = runner.Runner(RunDir.create(tmp_path), runner.Options(pin=False))
+    info = py(**{"sequential": None, "async": None})
+    cell = Cell("django", "uvicorn", "sequential", (("ms", 100), ("n", 10)), 100, None, "3s", 1)
+    demand = r.calibrate(cell, load()["sequential"], "http://h", None, info)
+    assert sent == [
+        ("sequential", "sequential", None),
+        ("async", "async", None),
+        ("async", "async", 32),
+    ]
+    assert (demand.lockstep, demand.lockstep_wide, demand.lockstep_cpu_ms) == (0.7, 22.4, 0.9)
+    assert demand.server_cpu_ms == 3.0  # its own CPU, its own prediction's
+    sent.clear()  # a single wait: its own shares, nothing more
+    single = Cell("django", "uvicorn", "async", (("ms", 100),), 100, None, "3s", 1)
+    demand = r.calibrate(single, load()["async"], "http://h", None, info)
+    assert [name for name, _, _ in sent] == ["async", "async"]
+    assert (demand.lockstep, demand.lockstep_cpu_ms) == (0.7, None)
+    sent.clear()  # parallel requests (Go): no group, nothing more
+    demand = r.calibrate(cell, load()["sequential"], "http://h", None, go(sequential=None))
+    assert [name for name, _, _ in sent] == ["sequential"] and demand.lockstep_cpu_ms is None
 
 
 def test_the_runner_predicts_a_burst_cell_as_a_burst(tmp_path: Any) -> None:
