@@ -136,7 +136,14 @@ LOAD_SIDE = ("loadgen", "upstream-cpu", "db-cpu")  # the bounds on k6's CPUs
 # large moves the prediction by less than CPU_SENSITIVITY_MAX, a fifth of the tolerance.
 SHORT_CPU_ERROR = 0.25
 CPU_SENSITIVITY_MAX = 0.01
-MEASURED_CPUS = ("server_cpu_ms", "upstream_cpu_ms", "db_cpu_ms", "load_kernel_ms")
+# (lockstep_cpu_ms: /async's d, the group's CPU where a cell's shares are /async's)
+MEASURED_CPUS = (
+    "server_cpu_ms",
+    "upstream_cpu_ms",
+    "db_cpu_ms",
+    "load_kernel_ms",
+    "lockstep_cpu_ms",
+)
 # The calibration's connections (lab.run.calibrate: min(VUs, CONNECTIONS)), and those of the
 # second lockstep share a cell of more VUs gets (min(VUs, WIDE_CONNECTIONS)). With four times
 # the connections, a group at least GROUP_GROWS times the first one's grows with them (Django's

@@ -777,6 +777,14 @@ def test_a_request_of_n_waits_keeps_the_group_a_single_waits_requests_form() -> 
     own_cpu = model.predict("upstream", "upstream-seq", replace(own, lockstep_cpu_ms=None), 100,
                             None, info, 1).rps  # fmt: skip
     assert own_cpu and 92.144 / own_cpu > 1.1  # each request waiting for all 3.35 ms: too long
+    # the group's CPU is a measured CPU like d: a short window's error in it moves the
+    # prediction (here 1.5 % for 25 %, where /sequential's own d moves it 0.02 %)
+    seq = replace(Demand(1000.0, 0.775, 3.456, None, overshoot_ms=2.733, **k6), **group)  # type: ignore[arg-type]
+
+    def rps_of(demand: Demand) -> float | None:
+        return model.predict("sleep", "sequential", demand, 100, None, info, 1).rps
+
+    assert model.cpu_sensitivity(seq, rps_of, factors=(1.25,)) > 0.01
 
 
 # A server that waits ms, then spends 0.6 ms of CPU, per request: in a thread per connection,
