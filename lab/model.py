@@ -144,6 +144,9 @@ MEASURED_CPUS = (
     "load_kernel_ms",
     "lockstep_cpu_ms",
 )
+# The server's own CPUs per request among them: what its collector's share is part of
+# (at_collector_share)
+SERVER_CPUS = ("server_cpu_ms", "lockstep_cpu_ms")
 # The calibration's connections (lab.run.calibrate: min(VUs, CONNECTIONS)), and those of the
 # second lockstep share a cell of more VUs gets (min(VUs, WIDE_CONNECTIONS)). With four times
 # the connections, a group at least GROUP_GROWS times the first one's grows with them (Django's
@@ -826,13 +829,37 @@ def observed(bound: str, r: Any) -> str:
 
 def _collector(r: Any) -> str:
     """The garbage collector's share of the server's CPU under the load beside the
-    calibration's, where the server timed it (/info's collector: Python's, V8's); '' elsewhere."""
+    calibration's, where the server timed it (/info's collector: Python's, V8's), and what the
+    model says at the load's share (the row's collector_rps: at_collector_share); '' elsewhere."""
     gc = getattr(r, "gc_pct", None)
     if gc is None:
         return ""
     before = getattr(r, "gc_calibration_pct", None)
-    then = "" if before is None else f" ({before:.0f} % in the calibration)"
-    return f"; the collector {gc:.0f} % of the server's CPU{then}"
+    then = "" if before is None else f" ({before:.0f} % in the calibration"
+    at_share = getattr(r, "collector_rps", None)
+    if then and at_share and r.rps:
+        said = _num(at_share, "rps")
+        then += f"; at its share here the model says {said}: {r.rps / at_share:.2f} of it"
+    return f"; the collector {gc:.0f} % of the server's CPU{then}{')' if then else ''}"
+
+
+def at_collector_share(
+    demand: Demand, load_pct: float | None, calibration_pct: float | None
+) -> Demand | None:
+    """The demand had the calibration seen the collector take the share of the server's CPU
+    it took under the load: the server's CPU per request (SERVER_CPUS) without the
+    calibration's collector, with the load's, d x (1 - c) / (1 - l). The load's collector
+    grows with the requests in flight and how long their objects live, which the
+    calibration does not reproduce: what the model says with it is an explanation beside a
+    cell's verdict, read from the load itself, never its prediction (CONTRACT.md, "Python's
+    cyclic garbage collector"). None where a share is unknown or the load's is all of it."""
+    if load_pct is None or calibration_pct is None or load_pct >= 100 or calibration_pct >= 100:
+        return None
+    if not demand.server_cpu_ms:
+        return None
+    scale = (1 - calibration_pct / 100) / (1 - load_pct / 100)
+    scaled = {f: v * scale for f in SERVER_CPUS if (v := getattr(demand, f))}
+    return replace(demand, **scaled)
 
 
 def lockstep_applies(kind: str, endpoint: str, info: dict[str, Any]) -> bool:

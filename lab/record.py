@@ -139,6 +139,9 @@ class CellResult:
     # input (lab.run.collector)
     gc_pct: float | None = None
     gc_calibration_pct: float | None = None
+    # the model's rate had the calibration seen the load's collector share (its CPU per
+    # request rescaled: lab.model.at_collector_share): an explanation beside the verdict
+    collector_rps: float | None = None
     server_start_s: float | None = None
     server_stop_s: float | None = None
     cell_s: float | None = None

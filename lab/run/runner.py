@@ -173,6 +173,7 @@ class Attempt:
     database: Database | None = None  # the run's database a db cell queries (embedded only)
     k6run: loadgen.LoadGroup | None = None  # the cell's k6 instances
     sampler: Sampler | None = None
+    demand: model.Demand | None = None  # what the cell was predicted from (Runner._plan)
     queried: Database | None = None  # the database a db cell's server queries (the user's too)
     # Started beside the previous cell's stop (Runner._prestart): the thread starting the
     # server, and what it raised.
@@ -710,6 +711,7 @@ class Runner:
             None if cell.rate else cell.vus,  # an open cell's last requests: not a VU's cycle
         )
         prediction, seconds = self._bursts(attempt, demand, prediction, seconds)
+        attempt.demand = demand
         self._tolerance(attempt, demand, prediction, wall, seconds)
         gc_after = collector.read(attempt.base, served)  # the calibration's share of it
         row.gc_calibration_pct = collector.share_pct(gc_before, gc_after)
@@ -753,6 +755,7 @@ class Runner:
         usage = attempt.sampler.stop()
         if gc_before:
             row.gc_pct = collector.share_pct(gc_before, collector.read(attempt.base, served))
+            self._at_collector_share(attempt)
         if jit and served:  # the compiler threads' share of the server's CPU meanwhile
             after = warmup.cpu_reading(served, compilers)
             row.jit_compiling_pct = round(100 * warmup.compiling_share(jit, after), 1)
@@ -981,6 +984,19 @@ class Runner:
         return model.cpu_sensitivity(
             demand, lambda d: self._model(cell, endpoint, d, info).rps, error, factors
         )
+
+    def _at_collector_share(self, attempt: Attempt) -> None:
+        """The row's collector_rps: the model's rate with the server's CPU per request at the
+        collector's share of the load (model.at_collector_share), an explanation beside the
+        verdict."""
+        row = attempt.row
+        demand = attempt.demand and model.at_collector_share(
+            attempt.demand, row.gc_pct, row.gc_calibration_pct
+        )
+        if demand is not None:
+            row.collector_rps = self._model(
+                attempt.cell, attempt.endpoint, demand, attempt.info
+            ).rps
 
     def _model(
         self, cell: Cell, endpoint: Any, demand: model.Demand, info: dict[str, Any]

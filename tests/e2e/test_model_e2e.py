@@ -197,6 +197,10 @@ def test_bound_end_to_end(tmp_path: Path, bound: str) -> None:
     assert (row.gc_pct is not None) is (timed and row.bound in collector.LOAD_BOUNDS), row
     for share in (row.gc_pct, row.gc_calibration_pct):
         assert share is None or 0 <= share <= 100, row
+    # beside them, the model at the load's share (model.at_collector_share)
+    both = None not in (row.gc_pct, row.gc_calibration_pct) and row.gc_pct < 100
+    assert (row.collector_rps is not None) is both, row
+    assert row.collector_rps is None or row.collector_rps > 0, row
 
 
 def test_loadgen_bound_hello_and_k6_measured(tmp_path: Path) -> None:

@@ -88,9 +88,46 @@ def test_the_reading_beside_a_miss_names_the_collector() -> None:
         "server CPU 1.2 ms/request · under the load: 1.29 ms/request; the collector 33 % of "
         "the server's CPU (10 % in the calibration)"
     )
+    row.collector_rps = 650.2  # the model at the load's share (the runner's, from Demand)
+    assert model.observed("server-cpu", row) == (
+        "1.29 ms/request; the collector 33 % of the server's CPU (10 % in the calibration; "
+        "at its share here the model says 650 rps: 1.03 of it)"
+    )
+    row.collector_rps = None
     vus = CellResult(vus=100, rps=810.0, lat_avg_ms=123.4, predicted_latency_ms=106.2, gc_pct=4.0)
     assert model.observed("vus", vus) == (
         "a request took 123 ms (predicted 106 ms); the collector 4 % of the server's CPU"
     )
     row.gc_pct = row.gc_calibration_pct = None  # not timed (Go, the JVM): nothing said
     assert model.observed("server-cpu", row) == "1.29 ms/request"
+
+
+def test_the_model_at_the_loads_collector_share() -> None:
+    """The server's CPU per request (its own and its group's) without the calibration's
+    collector and with the load's; nothing else moves (the upstream's is another process)."""
+    from lab import model
+
+    demand = model.Demand(100.0, server_cpu_ms=1.2, upstream_cpu_ms=0.5, lockstep_cpu_ms=0.8)
+    at = model.at_collector_share(demand, 40.0, 10.0)
+    assert at is not None
+    assert at.server_cpu_ms == pytest.approx(1.2 * 0.9 / 0.6)
+    assert at.lockstep_cpu_ms == pytest.approx(0.8 * 0.9 / 0.6)
+    assert (at.upstream_cpu_ms, at.service_ms) == (0.5, 100.0)
+    same = model.at_collector_share(demand, 10.0, 10.0)
+    assert same is not None and same.server_cpu_ms == pytest.approx(1.2)
+    for load, calibration in ((None, 10.0), (40.0, None), (100.0, 10.0), (40.0, 100.0)):
+        assert model.at_collector_share(demand, load, calibration) is None
+    assert model.at_collector_share(model.Demand(100.0), 40.0, 10.0) is None
+    # a CPU-bound cell's rate follows: 1 / d on one CPU, so 0.6 / 0.9 of the prediction
+    info = {"language": "python", "worker_cpus": 1, "capacity": {}}
+    before = model.predict("cpu", "cpu", model.Demand(0.0, 1.0, 0.0), 50, None, info, 1)
+    after = model.predict(
+        "cpu",
+        "cpu",
+        model.at_collector_share(model.Demand(0.0, 1.0, 0.0), 40.0, 10.0),
+        50,
+        None,
+        info,
+        1,
+    )
+    assert after.rps / before.rps == pytest.approx(0.6 / 0.9, rel=0.02)
