@@ -189,6 +189,9 @@ class Demand:
     # the same share at min(VUs, WIDE_CONNECTIONS) connections, for a cell of more VUs than
     # CONNECTIONS whose first share is above 0 (None: not measured)
     lockstep_wide: float | None = None
+    # whether that second share was read (lockstep_wide None then: not told from the
+    # calibration client's own convoy, lockstep_share)
+    lockstep_wide_read: bool = False
     # the CPU per request of the requests the group waits for, where the shares are another
     # endpoint's (group_endpoint: a single wait's d; None: this endpoint's d)
     lockstep_cpu_ms: float | None = None
@@ -926,18 +929,23 @@ def wide_share_applies(endpoint: str) -> bool:
 def group_share(demand: Demand, vus: int) -> float | None:
     """The lockstep share a closed cell of `vus` VUs is predicted with. The calibration's
     first share (`lockstep`, of min(vus, CONNECTIONS) connections) up to CONNECTIONS VUs and
-    without a second one; with a second share (`lockstep_wide`, of min(vus, WIDE_CONNECTIONS)),
-    the groups' sizes (share x connections) tell whether a group grows with the connections:
-    one at least GROUP_GROWS times the first keeps the first share (a group of all N, as
-    Django's thread hops make); else the group keeps its size, the larger of the two, which
-    is a smaller share of more VUs (hypercorn's: its loads at 30, 50 and 100 VUs wait for
-    8-13 requests' CPU, where the first share applied to all of them said 20-60)."""
+    where no second one was read (`lockstep_wide_read`); with
+    a second share (`lockstep_wide`, of min(vus, WIDE_CONNECTIONS)), the groups' sizes
+    (share x connections) tell whether a group grows with the connections: one at least
+    GROUP_GROWS times the first keeps the first share (a group of all N, as Django's thread
+    hops make); else the group keeps its size, the larger of the two, which is a smaller
+    share of more VUs (hypercorn's: its loads at 30, 50 and 100 VUs wait for 8-13 requests'
+    CPU, where the first share applied to all of them said 20-60). A second share read but
+    not told from the calibration client's own convoy (lockstep_share: None) keeps the first
+    one's size too: a server whose requests' CPU is that close to the client's (aiohttp's,
+    0.1-0.2 ms) reads a first share from that convoy as well, and its loads show no group
+    that grows (CONTRACT.md, 'The capacity model', lockstep)."""
     first, wide = demand.lockstep, demand.lockstep_wide
-    if first is None or wide is None or vus <= CONNECTIONS:
+    if first is None or vus <= CONNECTIONS or (wide is None and not demand.lockstep_wide_read):
         return first
     narrow = first * CONNECTIONS
-    broad = wide * min(vus, WIDE_CONNECTIONS)
-    if broad >= GROUP_GROWS * narrow:
+    broad = 0.0 if wide is None else wide * min(vus, WIDE_CONNECTIONS)
+    if broad >= GROUP_GROWS * narrow and wide is not None:
         return first
     return min(1.0, max(narrow, broad) / vus)
 

@@ -106,6 +106,8 @@ class CellResult:
     lockstep: float | None = None  # 0-1: how far the calibration's requests moved as one group
     # the same at min(VUs, 32) connections, for more VUs than 8: whether a group grows
     lockstep_wide: float | None = None
+    # whether it was read (then empty: not told from the calibration client's own convoy)
+    lockstep_wide_read: bool | None = None
     # the CPU per request of the group's requests where the shares are /async's (the cell's
     # endpoint waits n times: lab.model.group_endpoint); empty: the cell's own d
     lockstep_cpu_ms: float | None = None

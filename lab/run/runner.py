@@ -937,7 +937,7 @@ class Runner:
                 at_cell = replace(cell, endpoint=group_at, params=(("ms", ms),) if ms else ())
                 single = calibrate.server_cost(base, at, at_cell, pid, wall_s=wall_s)
                 share, others = single.lockstep, single.cpu_ms
-        wide = None
+        wide, wide_read = None, False
         if (  # a short window's share is kept only where no share moves the prediction
             share
             and wall_s >= calibrate.WALL_S
@@ -946,7 +946,7 @@ class Runner:
             and model.wide_share_applies(at_cell.endpoint)
             and group_at is not None
         ):
-            wide = calibrate.wide_lockstep(base, at, at_cell, pid)
+            wide, wide_read = calibrate.wide_lockstep(base, at, at_cell, pid), True
         overhead = cost.overhead_ms
         if overhead is not None and self.rtt_ms is not None:
             # measured from the root namespace: k6's requests travel the load hosts' links
@@ -964,6 +964,7 @@ class Runner:
             db_cpu_ms=cost.db_cpu_ms,
             lockstep=share,
             lockstep_wide=wide,
+            lockstep_wide_read=wide_read,
             lockstep_cpu_ms=others,
             load_kernel_ms=cost.load_kernel_ms,
             loadgen_reconnects=k6.reconnects,
@@ -988,11 +989,11 @@ class Runner:
     def _at_collector_share(self, attempt: Attempt) -> None:
         """The row's collector_rps: the model's rate with the server's CPU per request at the
         collector's share of the load (model.at_collector_share), an explanation beside the
-        verdict."""
+        verdict. Not beside a prediction of whole bursts (burst_period_s): another count."""
         row = attempt.row
-        demand = attempt.demand and model.at_collector_share(
-            attempt.demand, row.gc_pct, row.gc_calibration_pct
-        )
+        if attempt.demand is None or row.burst_period_s:
+            return
+        demand = model.at_collector_share(attempt.demand, row.gc_pct, row.gc_calibration_pct)
         if demand is not None:
             row.collector_rps = self._model(
                 attempt.cell, attempt.endpoint, demand, attempt.info
@@ -1122,6 +1123,7 @@ class Runner:
             loadgen_reconnects=demand.loadgen_reconnects,
             lockstep=demand.lockstep if grouped else None,  # the shares the model used
             lockstep_wide=demand.lockstep_wide if grouped else None,
+            lockstep_wide_read=demand.lockstep_wide_read if grouped else None,
             lockstep_cpu_ms=demand.lockstep_cpu_ms if grouped else None,
             loadgen_rps_max=p.loadgen_rps_max,
             predicted_rps=p.rps,

@@ -704,6 +704,31 @@ def test_a_group_that_does_not_grow_with_the_connections_keeps_its_size() -> Non
     assert model.group_share(replace(quart, lockstep=0.0, lockstep_wide=0.2), 100) == 0.0
     # read for /async, not for /sync (the contract's plain synchronous handler)
     assert model.wide_share_applies("async") and not model.wide_share_applies("sync")
+    # read, but not told from the calibration client's own convoy: the first share's size
+    unread = replace(quart, lockstep_wide_read=True)
+    assert model.group_share(unread, 100) == pytest.approx(0.639145 * 8 / 100)
+    assert model.group_share(unread, 8) == 0.639145
+    assert model.group_share(replace(unread, lockstep=None), 100) is None
+
+
+def test_an_unreadable_second_share_keeps_the_groups_size() -> None:
+    """aiohttp `/gather?ms=100&n=10` at 100 VUs (io run 20261129-112125: 966 rps): `/async`'s
+    first share (0.63 of 8, its d 0.19 ms, close to the calibration client's own 0.1-0.2) was
+    read, its second not told from the client's convoy; the first applied to all 100 VUs said
+    884 (1.09), a group of its size 976 (0.99). Its loads show no group that grows: in eight
+    rows of seven runs that day, without any group 0.99 each (0.986-0.994)."""
+    info = {"capacity": {"gather": None}, "cpus": 1, "worker_cpus": 1, "language": "python"}
+    row = Demand(100.0, 0.39688, 0.840191, None, 72.9242, 0.728686, lockstep=0.632427,
+                 lockstep_cpu_ms=0.186631, loadgen_paced_us=141.361,
+                 loadgen_paced_rps=985.506)  # fmt: skip
+
+    def rps(demand: Demand) -> float:
+        got = model.predict("sleep", "gather", demand, 100, None, info, 1)
+        assert got.rps is not None
+        return got.rps
+
+    assert 966.49 / rps(row) == pytest.approx(1.093, abs=0.002)  # as run: none read
+    assert 966.49 / rps(replace(row, lockstep_wide_read=True)) == pytest.approx(0.991, abs=0.002)
 
 
 def test_a_group_in_lockstep_waits_for_all_of_its_cpu() -> None:
@@ -1091,15 +1116,18 @@ def test_the_runner_reads_the_group_of_n_waits_on_a_single_wait(
         ("async", "async", 32),
     ]
     assert (demand.lockstep, demand.lockstep_wide, demand.lockstep_cpu_ms) == (0.7, 22.4, 0.9)
+    assert demand.lockstep_wide_read
     assert demand.server_cpu_ms == 3.0  # its own CPU, its own prediction's
     sent.clear()  # a single wait: its own shares, nothing more
     single = Cell("django", "uvicorn", "async", (("ms", 100),), 100, None, "3s", 1)
     demand = r.calibrate(single, load()["async"], "http://h", None, info)
     assert [name for name, _, _ in sent] == ["async", "async"]
     assert (demand.lockstep, demand.lockstep_cpu_ms) == (0.7, None)
+    assert demand.lockstep_wide_read
     sent.clear()  # parallel requests (Go): no group, nothing more
     demand = r.calibrate(cell, load()["sequential"], "http://h", None, go(sequential=None))
     assert [name for name, _, _ in sent] == ["sequential"] and demand.lockstep_cpu_ms is None
+    assert not demand.lockstep_wide_read
 
 
 def test_the_runner_predicts_a_burst_cell_as_a_burst(tmp_path: Any) -> None:
