@@ -146,7 +146,7 @@ def cpu_query(endpoint: Endpoint, cell: Cell) -> str:
 
 
 def send_until(
-    conns: list[probe.Connection],
+    conns: list[probe.Client],
     path: str,
     server_pid: int | None,
     before: tuple[float, float],
@@ -231,7 +231,13 @@ def server_cost(
     connections: more for a second lockstep share (wide_lockstep)."""
     path = cpu_query(endpoint, cell)
     k = max(1, min(cell.vus, connections or model.calibration_connections(endpoint.kind)))
-    conns = [probe.Connection(base, timeout=60) for _ in range(k)]
+    # Without a wait, the server's CPU is the rate: a client that keeps a fast server busy, as
+    # k6 does (probe.LeanConnection; http.client's threads left aiohttp's /hello 86 % busy and
+    # its d 25-45 % above the load's CPU per request). A lone VU's round trip stays
+    # http.client's: k6's lone cycle is measured against it (loadgen_lone_us).
+    lean = endpoint.kind in model.CPU_KINDS and k > 1
+    client = probe.LeanConnection if lean else probe.Connection
+    conns: list[probe.Client] = [client(base, timeout=60) for _ in range(k)]
     try:
         closes = False
         for c in conns:  # a connection's first request pays for lazy set-up
@@ -297,7 +303,7 @@ def queries_path(endpoint: Endpoint, cell: Cell, n: int) -> str:
 
 
 def _queries(
-    conn: probe.Connection, endpoint: Endpoint, cell: Cell, cpu_ms: float
+    conn: probe.Client, endpoint: Endpoint, cell: Cell, cpu_ms: float
 ) -> tuple[float, float]:
     """(Z, S) of /db-rows, from lone requests: the time one query adds (driver, loopback,
     database: the pooled connection is held for all of it) is the difference of a request of
@@ -312,7 +318,7 @@ def _queries(
     return max(0.0, walls[n] - cpu_ms - wait), wait
 
 
-def _median_ms(conn: probe.Connection, path: str) -> float:
+def _median_ms(conn: probe.Client, path: str) -> float:
     walls = []
     for _ in range(WAIT_REQUESTS):
         reply = conn.get(path)
@@ -323,7 +329,7 @@ def _median_ms(conn: probe.Connection, path: str) -> float:
 
 
 def _round_trip(
-    conn: probe.Connection, endpoint: Endpoint, cell: Cell, cpu_ms: float
+    conn: probe.Client, endpoint: Endpoint, cell: Cell, cpu_ms: float
 ) -> tuple[float, float]:
     """The round trip beyond the wait and the CPU (Z), one request at a time, with real
     (short) waits; and the waits' overshoot alone: a sleep ends late by the timer's slack and
