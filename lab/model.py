@@ -945,7 +945,7 @@ def group_share(demand: Demand, vus: int) -> float | None:
         return first
     narrow = first * CONNECTIONS
     broad = 0.0 if wide is None else wide * min(vus, WIDE_CONNECTIONS)
-    if broad >= GROUP_GROWS * narrow and wide is not None:
+    if broad >= GROUP_GROWS * narrow:  # none read: 0, so a group of the first's size
         return first
     return min(1.0, max(narrow, broad) / vus)
 

@@ -41,12 +41,15 @@ def _exchange(conn: http.client.HTTPConnection, path: str) -> tuple[int, str, An
     response = conn.getresponse()
     closed = response.will_close
     raw = response.read()
-    content_type = response.getheader("Content-Type", "")
+    return response.status, response.getheader("Content-Type", ""), _decoded(raw), closed
+
+
+def _decoded(raw: bytes | bytearray) -> Any:
+    """An answer's body: its JSON, or the raw text when it is not JSON."""
     try:
-        body: Any = json.loads(raw)
+        return json.loads(raw)
     except ValueError:
-        body = raw.decode(errors="replace")
-    return response.status, content_type, body, closed
+        return raw.decode(errors="replace")
 
 
 class Connection:
@@ -148,12 +151,9 @@ class LeanConnection:
         closed = not answer.keep_alive or not answer.done
         if closed:
             self.close()
-        try:
-            body: Any = json.loads(answer.body)
-        except ValueError:
-            body = answer.body.decode(errors="replace")
         content_type = answer.headers.get("content-type", "")
         seconds = time.perf_counter() - started
+        body = _decoded(answer.body)
         return Reply(parser.get_status_code(), content_type, body, seconds, closed=closed)
 
     def __enter__(self) -> LeanConnection:
