@@ -8,9 +8,8 @@
 // Load is written as totals (VUS, RATE) and nothing depends on __VU or __ITER, so the script
 // stays valid when split by execution segments (k6-operator parallelism).
 
-import exec from 'k6/execution';
 import http from 'k6/http';
-import { Counter, Trend } from 'k6/metrics';
+import { Counter } from 'k6/metrics';
 
 const CONTRACT = JSON.parse(open('../contract/openapi.json'));
 const ENV = __ENV;
@@ -45,15 +44,6 @@ function duration(name, fallback) {
     fail(`${name}=${raw} is not a duration such as 500ms, 10s, 1m30s`);
   }
   return raw;
-}
-
-// A duration's milliseconds ('1m30s': 90000).
-function millis(raw) {
-  const unit = { ms: 1, s: 1000, m: 60000, h: 3600000 };
-  const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/g;
-  let total = 0;
-  for (let m = part.exec(raw); m !== null; m = part.exec(raw)) total += Number(m[1]) * unit[m[2]];
-  return total;
 }
 
 // The contract: every GET operation, its path and its parameters (resolving $ref).
@@ -237,28 +227,8 @@ let heldMs = 0;
 let held = 0;
 let cycling = false;
 
-// A queue's window (lab/run/loadgen.py's window_rps): the answers received before DURATION
-// ends over the time from the first request sent to the last of them. A queue keeps its server
-// busy from its first request, so the two ends are the server's own, and its answers come in
-// rounds of its slots, each a whole round apart: no phase of the VUs moves it, and no order
-// the queue serves them in. Each VU writes its first request's time, and with its first answer
-// and each time it writes its cycles, its answers before the end since it last wrote them and
-// the time of the last of them (a queue's VU, whose cycles are long, writes at every answer).
-const WINDOW_START = new Trend('lab_window_start'); // ms since the epoch, one a VU
-const WINDOW_END = new Trend('lab_window_end');
-const WINDOW_ANSWERS = new Counter('lab_window_answers');
-const DURATION_MS = millis(DURATION);
-let firstSent;
-let windowHeld = 0;
-let windowLast;
-
-function answered() {
+function cycleEnds() {
   const now = Date.now();
-  if (now < exec.scenario.startTime + DURATION_MS) {
-    windowHeld += 1;
-    windowLast = now;
-  }
-  let write = lastAnswer === undefined; // a VU's first answer
   if (lastAnswer !== undefined) {
     heldMs += now - lastAnswer;
     held += 1;
@@ -269,25 +239,15 @@ function answered() {
       CYCLES.add(held);
       heldMs = 0;
       held = 0;
-      write = true;
     }
-  }
-  if (write && windowHeld > 0) {
-    WINDOW_ANSWERS.add(windowHeld);
-    WINDOW_END.add(windowLast);
-    windowHeld = 0;
   }
   lastAnswer = now;
 }
 
 export function main() {
-  if (firstSent === undefined) {
-    firstSent = Date.now();
-    WINDOW_START.add(firstSent);
-  }
   const reason = failureReason(http.get(MAIN_URL, MAIN_PARAMS));
   if (reason !== undefined) FAILED[reason].add(1);
-  answered();
+  cycleEnds();
 }
 
 export function canary() {
@@ -314,26 +274,18 @@ function num(v, digits) {
   return v === undefined || v === null ? '-' : v.toFixed(digits);
 }
 
-// A closed loop's rate and how it was read (lab/run/loadgen.py's closed_loop_rps, which the
-// row uses): a queue with fewer than 10 cycles a VU (its median answer at least twice its
-// fastest) over its window, else its VUs over their cycles; undefined where k6's own rate
-// stands.
+// The closed loop's rate from its cycles (lab/run/loadgen.py's closed_loop_rps, which the row
+// uses); undefined where k6's own rate stands: too few cycles, or a queue (its median answer
+// at least twice its fastest) of fewer than 10 cycles a VU.
 function closedLoopRate(data, lab) {
   const count = (name) => (metric(data, name) || {}).count || 0;
-  if (lab.rate || lab.iterations) return undefined;
   const vus = count('lab_cycling_vus');
   const cycles = count('lab_cycles');
   const cycleMs = count('lab_cycle_ms');
+  if (lab.rate || lab.iterations || vus < 1 || cycles < 2 * vus || cycleMs <= 0) return undefined;
   const took = metric(data, 'http_req_duration{scenario:main}') || {};
-  if (cycles < 10 * Math.max(vus, 1) && took.min > 0 && took.med >= 2 * took.min) {
-    const start = (metric(data, 'lab_window_start') || {}).min;
-    const end = (metric(data, 'lab_window_end') || {}).max;
-    const answers = count('lab_window_answers');
-    if (start === undefined || end === undefined || end <= start || answers < 1) return undefined;
-    return { rate: (answers * 1000) / (end - start), how: 'a queue: its answers over its window' };
-  }
-  if (vus < 1 || cycles < 2 * vus || cycleMs <= 0) return undefined;
-  return { rate: (vus * cycles * 1000) / cycleMs, how: 'VUs over their cycles' };
+  if (cycles < 10 * vus && took.min > 0 && took.med >= 2 * took.min) return undefined;
+  return (vus * cycles * 1000) / cycleMs;
 }
 
 function text(data, lab) {
@@ -350,8 +302,8 @@ function text(data, lab) {
   const what = `${lab.endpoint}${query ? ` (${query})` : ''}`;
   const lines = [
     `lab ${what} on ${lab.base_url}: ${model}, ${lab.duration}`,
-    `  main    ${num(closed === undefined ? reqs.rate : closed.rate, 1)} req/s` +
-      (closed === undefined ? '' : ` (${closed.how}; k6's count/time ${num(reqs.rate, 1)})`) +
+    `  main    ${num(closed === undefined ? reqs.rate : closed, 1)} req/s` +
+      (closed === undefined ? '' : ` (VUs over their cycles; k6's count/time ${num(reqs.rate, 1)})`) +
       ` (${num(reqs.count, 0)} requests)` +
       `  p50 ${ms(dur['p(50)'])}  p95 ${ms(dur['p(95)'])}  p99 ${ms(dur['p(99)'])}` +
       `  failed ${pct(failed.rate)}  dropped ${num(dropped.count || 0, 0)}`,

@@ -261,24 +261,20 @@ def failure_counts(data: dict[str, Any]) -> dict[str, int]:
 # a server busy from the first request to the last leaves unbiased.
 MIN_CYCLES_PER_VU = 2
 # A queue: its median answer took at least QUEUED times its fastest (its requests waited for
-# others' before theirs began). With fewer than QUEUE_CYCLES_PER_VU cycles a VU its rate is read
-# from its window (window_rps), not its cycles: they leave out each VU's first answer, and in a
-# queue that is the wait of its first round, all VUs at once, from one service to the whole
-# round, which the queue serves in its own order (an unfair pool's longest waits are then cut
-# from the cycles: Spring's /db read 1.04-1.08 of the model by them, 0.99-1.00 by its window;
-# CONTRACT.md, 'A closed loop's rate'). With more, the first answer weighs under a tenth of a
-# VU's and the cycles leave out the connections' set-up, which the model does not predict.
+# others' before theirs began). With fewer than QUEUE_CYCLES_PER_VU cycles a VU its rate is
+# k6's count over its run time too, not its cycles: they leave out each VU's first answer, and
+# in a queue that is the wait of its first round, all VUs at once, from one service to the
+# whole round, which the queue serves in its own order (an unfair pool's longest waits are then
+# cut from the cycles: Spring's /db read 1.04-1.08 of the model by them, 0.99-1.00 by k6's
+# count; CONTRACT.md, 'A closed loop's rate'). With more, the first answer weighs under a
+# tenth of a VU's, and the cycles leave out the connections' set-up, which the model does not
+# predict.
 QUEUED = 2.0
 QUEUE_CYCLES_PER_VU = 10
 
 
 def _count(data: dict[str, Any], name: str) -> float:
     return float(data.get("metrics", {}).get(name, {}).get("values", {}).get("count", 0))
-
-
-def _closed(summaries: list[dict[str, Any]]) -> bool:
-    labs = [s.get("lab") or {} for s in summaries]
-    return bool(labs) and not any(lab.get("rate") or lab.get("iterations") for lab in labs)
 
 
 def queued(summaries: list[dict[str, Any]]) -> bool:
@@ -291,40 +287,23 @@ def queued(summaries: list[dict[str, Any]]) -> bool:
     return bool(summaries)
 
 
-def window_rps(summaries: list[dict[str, Any]]) -> float | None:
-    """A closed loop's rate over its window, each instance's added: the answers received before
-    DURATION ended (lab.js's lab_window_answers) over the time from the first request sent to
-    the last of them (lab_window_start's min to lab_window_end's max).
-    None where an instance has no such window (an older lab.js, no answer before the end)."""
-    total = 0.0
-    for s in summaries:
-        metrics = s.get("metrics", {})
-        start = metrics.get("lab_window_start", {}).get("values", {}).get("min")
-        end = metrics.get("lab_window_end", {}).get("values", {}).get("max")
-        answers = _count(s, "lab_window_answers")
-        if start is None or end is None or end <= start or answers < 1:
-            return None
-        total += answers / (end - start) * 1000.0
-    return total
-
-
 def closed_loop_rps(summaries: list[dict[str, Any]]) -> float | None:
     """The rate of a closed loop (constant VUs: no RATE, no ITERATIONS) run by one k6 or by
-    several in segments. A queue with fewer than QUEUE_CYCLES_PER_VU cycles a VU: its window
-    (window_rps). Else its cycling VUs over their mean cycle (lab.js's lab_cycling_vus,
-    lab_cycle_ms and lab_cycles; a cycle is one answer to the same VU's next), which is the
-    sum of each VU's own rate, whatever their phases. k6's rate (count over run time) also
-    counts the start and the last round's stragglers: up to one cycle in a cell's length, 5 %
-    of a 2-s cell of 100-ms requests (measured: CONTRACT.md, 'A closed loop's rate'). None
-    where neither can say, or the load was not a closed loop."""
-    if not _closed(summaries):
+    several in segments: its cycling VUs over their mean cycle (lab.js's lab_cycling_vus,
+    lab_cycle_ms and lab_cycles; a cycle is one answer to the same VU's next), which is the sum
+    of each VU's own rate, whatever their phases. k6's rate (count over run time) also counts
+    the start and the last round's stragglers: up to one cycle in a cell's length, 5 % of a 2-s
+    cell of 100-ms requests (measured: CONTRACT.md, 'A closed loop's rate'). None where the
+    cycles are too few, the load was a queue of few cycles a VU (QUEUED), or not a closed loop."""
+    labs = [s.get("lab") or {} for s in summaries]
+    if not labs or any(lab.get("rate") or lab.get("iterations") for lab in labs):
         return None
     vus = sum(_count(s, "lab_cycling_vus") for s in summaries)
     cycles = sum(_count(s, "lab_cycles") for s in summaries)
     cycle_ms = sum(_count(s, "lab_cycle_ms") for s in summaries)
-    if cycles < QUEUE_CYCLES_PER_VU * max(vus, 1) and queued(summaries):
-        return window_rps(summaries)
     if vus < 1 or cycles < MIN_CYCLES_PER_VU * vus or cycle_ms <= 0:
+        return None
+    if cycles < QUEUE_CYCLES_PER_VU * vus and queued(summaries):
         return None
     return vus * cycles / cycle_ms * 1000.0
 

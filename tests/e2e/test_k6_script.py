@@ -7,10 +7,7 @@ import json
 import os
 import subprocess
 import tarfile
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,6 @@ import pytest
 
 from lab import ROOT, targets
 from lab.proc import server
-from lab.run import loadgen
 from lab.targets import UnknownChoice
 
 pytestmark = pytest.mark.e2e  # the test's kind: just test-e2e
@@ -168,54 +164,6 @@ def test_open_run_counts_dropped_iterations(tmp_path: Path, base_url: str) -> No
     m = data["metrics"]
     assert m["dropped_iterations{scenario:main}"]["values"]["count"] >= 20
     assert m["dropped_iterations{scenario:canary}"]["values"]["count"] == 0
-
-
-class OneAtATime(BaseHTTPRequestHandler):
-    """A one-slot queue: each request answered 50 ms after it is read, one at a time (the
-    server has one thread), its connection closed, the next one taken from the listen queue."""
-
-    def do_GET(self) -> None:
-        time.sleep(0.05)
-        body = b'{"ok": true}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class QueueServer(HTTPServer):
-    request_queue_size = 64  # every VU's connection waits in the queue, none is refused
-
-
-def test_a_queues_rate_is_read_over_its_window(tmp_path: Path) -> None:
-    """30 VUs on a one-slot queue of 50-ms requests for 1 s: its rate is its slot's 20 a second.
-    The first 20 VUs are answered once before the end and their second requests wait longer
-    than the grace (0.2 s), never answered; no VU cycles, so the cycles cannot say; the window
-    does: the answers before the end over the time from the first request sent to the last of
-    them (each VU writes its answers with its first one, not only with its cycles or at an
-    answer after the end, which none of those 20 gets)."""
-    queue = QueueServer(("127.0.0.1", 0), OneAtATime)
-    serving = threading.Thread(target=queue.serve_forever, daemon=True)
-    serving.start()
-    try:
-        url = f"http://127.0.0.1:{queue.server_port}"
-        env = {"VUS": "30", "DURATION": "1s", "GRACEFUL_STOP": "200ms", "CANARY_RATE": "0"}
-        data, stdout = summary_run(tmp_path, url, **env)
-    finally:
-        queue.shutdown()
-        queue.server_close()
-        serving.join(timeout=5)
-    m = data["metrics"]
-    assert loadgen.queued([data])
-    answers = m["lab_window_answers"]["values"]["count"]
-    assert 15 <= answers <= 20, answers  # one every 50 ms or a little more, before the end
-    assert loadgen.rps([data]) == pytest.approx(20, rel=0.1), m
-    assert "its answers over its window" in stdout, stdout
 
 
 def test_failed_requests_are_counted_by_reason(tmp_path: Path) -> None:
