@@ -124,6 +124,21 @@ class RunDir:
         tmp.replace(self.csv_path)
         return len(errors)
 
+    def replace_rows(self, rows: list[CellResult]) -> None:
+        """These rows in place of the ones of the same cells, results.csv rewritten atomically
+        (the others kept as text, under the file's own header)."""
+        by_cell = {r.cell: r.to_csv() for r in rows}
+        header, kept = _read_csv(self.csv_path)
+        header = header or COLUMNS
+        tmp = self.path / "results.csv.tmp"
+        with tmp.open("w", newline="") as f:
+            writer = csv.DictWriter(f, header, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(by_cell.get(r.get("cell", ""), r) for r in kept)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(self.csv_path)
+
     # --- run.json -----------------------------------------------------------------------------
 
     def meta(self) -> RunMeta:

@@ -214,6 +214,10 @@ class Runner:
         self.speed_check: dict[str, Any] | None = None
         self.speed_probes: list[list[float]] = []
         self.stability: dict[str, Any] | None = None
+        # what each cell's tolerance rides on (stability.tolerance's arguments after the
+        # stability: share, calibration's and load's seconds, k6's own spread), by cell id:
+        # set before its load, judged again with the whole run's stability at its end
+        self.tolerance_inputs: dict[str, tuple[float, float, float, float]] = {}
         self.started = time.monotonic()
         self.last_probe = self.started
 
@@ -252,6 +256,7 @@ class Runner:
                 rows.append(row)
                 progress.advance(_brief(row))
                 interrupt.check()  # a signal during the cell's clean-up ends the run here
+            self._judge_at_the_end(rows)
         finally:
             with interrupt.shielded():
                 if self.upcoming:  # started for a cell the run did not reach
@@ -1070,7 +1075,8 @@ class Runner:
         load_s: float,
     ) -> None:
         """The cell's tolerance, before its load: how far its prediction rides on the CPUs'
-        speed, and how much that speed varied in this run so far (lab.stability)."""
+        speed, and how much that speed varied in this run so far (lab.stability); the row's is
+        the whole run's (_judge_at_the_end)."""
         cell, endpoint = attempt.cell, attempt.endpoint
         share = model.speed_share(
             demand, lambda d: self._model(cell, endpoint, d, attempt.info).rps
@@ -1081,8 +1087,28 @@ class Runner:
         calibration_s = parse_duration(calibrate.LOADGEN_DURATION) if load_side else wall_s
         k6 = self.loadgen.get((cell.vus, bool(demand.loadgen_reconnects)))
         k6_sd = stability.loadgen_sd(k6.spread, k6.readings) if k6 and load_side else 0.0
+        self.tolerance_inputs[attempt.row.cell] = (share, calibration_s, load_s, k6_sd)
         tol, why = stability.tolerance(self.stability, share, calibration_s, load_s, k6_sd)
         attempt.row.update(tolerance=tol, tolerance_why=why)
+
+    def _judge_at_the_end(self, rows: list[CellResult]) -> None:
+        """Each row of this session judged again at the tolerance the whole run's stability
+        justifies (its check and every probe, where each cell's was the check and the probes
+        before it: drift shows only once probes have been taken), and results.csv rewritten
+        with the rows that changed. Still never from a cell's own efficiency."""
+        changed: list[CellResult] = []
+        for row in rows:
+            inputs = self.tolerance_inputs.get(row.cell)
+            if inputs is None or row.status != "ok":
+                continue
+            tol, why = stability.tolerance(self.stability, *inputs)
+            if (tol, why) == (row.tolerance, row.tolerance_why):
+                continue
+            row.tolerance, row.tolerance_why = tol, why
+            row.verdict = model.verdict(row.status, row.efficiency, row.censored, tol)
+            changed.append(row)
+        if changed:
+            self.run.replace_rows(changed)
 
     def _warm_until_steady(self, attempt: Attempt) -> None:
         """A server that compiles while it runs, warmed up until its CPU per request is steady

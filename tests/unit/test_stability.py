@@ -8,11 +8,15 @@ import random
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from lab import model, stability
 from lab.proc import cpuspeed
+from lab.record import CellResult
+from lab.run import runner
+from lab.rundir import RunDir
 from lab.stability import Chunk
 
 pytestmark = pytest.mark.unit
@@ -219,3 +223,36 @@ def test_the_checks_length_given_in_the_environment(
 ) -> None:
     monkeypatch.setenv("LAB_HOST_CHECK_S", raw)
     assert stability.check_seconds() == seconds
+
+
+def test_a_runs_rows_are_judged_at_the_end_with_its_whole_stability(tmp_path: Path) -> None:
+    """A cell judged before its load at the check's ±5 % (the host looked steady, no probe
+    yet), and the run's probes then found drift: at the run's end its row is judged at the
+    tolerance the whole run's stability justifies, results.csv rewritten (the other rows and
+    an earlier session's kept); a wait stays at ±5 %."""
+    run = RunDir.create(tmp_path)
+    lab_runner = runner.Runner(run, runner.Options(pin=False))
+    steady = stability.summarize(noisy_check(0.005), [], [0, 1])
+    earlier = CellResult(cell="old/x/hello@vus=50#1", status="ok", efficiency=0.9)
+    cpu = CellResult(cell="t/p/cpu@vus=50#1", status="ok", efficiency=0.91)
+    wait = CellResult(cell="t/p/sync?ms=100@vus=50#1", status="ok", efficiency=0.99)
+    lab_runner.stability = steady
+    for row, share in ((cpu, 1.0), (wait, 0.0)):
+        lab_runner.tolerance_inputs[row.cell] = (share, 1.5, 2.0, 0.0)
+        row.tolerance, row.tolerance_why = stability.tolerance(steady, share, 1.5, 2.0)
+        row.verdict = model.verdict("ok", row.efficiency, "", row.tolerance)
+    for row in (earlier, cpu, wait):
+        run.append(row)
+    assert cpu.verdict == "below model" and cpu.tolerance == model.TOLERANCE
+    drifting = [[t, c, 1.0 + 0.1 * (t % 2)] for t in range(10) for c in (0, 1)]
+    lab_runner.stability = stability.summarize(noisy_check(0.005), drifting, [0, 1])
+    lab_runner._judge_at_the_end([cpu, wait])
+    rows = {r.cell: r for r in run.rows()}
+    assert list(rows) == [earlier.cell, cpu.cell, wait.cell]
+    judged = rows[cpu.cell]
+    assert model.TOLERANCE < judged.tolerance <= model.TOLERANCE_MAX, judged.tolerance_why
+    assert judged.verdict == "as predicted" and "CPU-bound" in judged.tolerance_why
+    assert (
+        rows[wait.cell].tolerance == model.TOLERANCE and rows[wait.cell].verdict == "as predicted"
+    )
+    assert rows[earlier.cell].efficiency == 0.9 and rows[earlier.cell].tolerance is None
