@@ -116,12 +116,7 @@ class RunDir:
             if new:
                 writer.writeheader()
             writer.writerows(errors)
-        tmp = self.path / "results.csv.tmp"
-        with tmp.open("w", newline="") as f:
-            writer = csv.DictWriter(f, header, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(ok)
-        tmp.replace(self.csv_path)
+        self._rewrite(header, ok)
         return len(errors)
 
     def replace_rows(self, rows: list[CellResult]) -> None:
@@ -129,12 +124,16 @@ class RunDir:
         (the others kept as text, under the file's own header)."""
         by_cell = {r.cell: r.to_csv() for r in rows}
         header, kept = _read_csv(self.csv_path)
-        header = header or COLUMNS
+        self._rewrite(header or COLUMNS, [by_cell.get(r.get("cell", ""), r) for r in kept])
+
+    def _rewrite(self, header: list[str], rows: list[dict[str, Any]]) -> None:
+        """results.csv as these rows under this header, replaced atomically: a reader, or a
+        run killed meanwhile, sees the old file or the new one, never half of one."""
         tmp = self.path / "results.csv.tmp"
         with tmp.open("w", newline="") as f:
             writer = csv.DictWriter(f, header, extrasaction="ignore")
             writer.writeheader()
-            writer.writerows(by_cell.get(r.get("cell", ""), r) for r in kept)
+            writer.writerows(rows)
             f.flush()
             os.fsync(f.fileno())
         tmp.replace(self.csv_path)
