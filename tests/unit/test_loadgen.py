@@ -291,3 +291,13 @@ def test_a_matrix_grace_reaches_k6(tmp_path: Path, clean_shell: None) -> None:
     scenarios = json.loads(k6_inspect(env).stdout)["scenarios"]
     assert {s["gracefulStop"] for s in scenarios.values()} == {"1s"}
     assert "GRACEFUL_STOP" not in loadgen.environment(c, "http://x", tmp_path / "s.json", 5)
+
+
+def test_lab_js_reads_a_closed_loops_rate_by_the_runners_rules() -> None:
+    """lab.js's summary line mirrors closed_loop_rps (its own text only): the same numbers."""
+    script = loadgen.SCRIPT.read_text()
+    rule = script[script.index("function closedLoopRate") :]
+    rule = rule[: rule.index("\n}\n")]
+    assert f"cycles < {loadgen.MIN_CYCLES_PER_VU} * vus" in rule, rule
+    assert f"cycles < {loadgen.QUEUE_CYCLES_PER_VU} * vus" in rule, rule
+    assert f"took.med >= {loadgen.QUEUED:g} * took.min" in rule, rule
