@@ -797,7 +797,7 @@ def observed(bound: str, r: Any) -> str:
                     f"{_num(r.lat_avg_ms, 'ms')} "
                     f"(predicted {_num(r.predicted_latency_ms, 'ms')})"
                 )
-            return text + _collector(r) if text else ""
+            return text + _collector(r, bound) if text else ""
         case "upstream-cpu":
             return per_request(r.upstream_cpu_pct, 1000.0, "ms")
         case "db-cpu":
@@ -826,24 +826,31 @@ def observed(bound: str, r: Any) -> str:
             return (
                 f"a request took {_num(r.lat_avg_ms, 'ms')} "
                 f"(predicted {_num(r.predicted_latency_ms, 'ms')}{beside})"
-            ) + (_collector(r) if bound == "vus" else "")
+            ) + (_collector(r, bound) if bound == "vus" else "")
     return ""
 
 
-def _collector(r: Any) -> str:
+def _collector(r: Any, bound: str) -> str:
     """The garbage collector's share of the server's CPU under the load beside the
-    calibration's, where the server timed it (/info's collector: Python's, V8's), and what the
-    model says at the load's share (the row's collector_rps: at_collector_share); '' elsewhere."""
+    calibration's, where the server timed it (/info's collector: Python's, V8's), for a cell
+    its VUs bound the wait its pauses made at a random moment (the row's gc_wait_ms), and what
+    the model says with them (the row's collector_rps: at_collector_share, pause_hold_ms);
+    '' elsewhere."""
     gc = getattr(r, "gc_pct", None)
     if gc is None:
         return ""
     before = getattr(r, "gc_calibration_pct", None)
-    then = "" if before is None else f" ({before:.0f} % in the calibration"
+    parts = [] if before is None else [f"{before:.0f} % in the calibration"]
+    wait = getattr(r, "gc_wait_ms", None) if bound == "vus" else None
+    if wait is not None:
+        parts.append(f"its pauses {_num(wait, 'ms')} of wait at a random moment")
     at_share = getattr(r, "collector_rps", None)
-    if then and at_share and r.rps:
+    if parts and at_share and r.rps:
         said = _num(at_share, "rps")
-        then += f"; at its share here the model says {said}: {r.rps / at_share:.2f} of it"
-    return f"; the collector {gc:.0f} % of the server's CPU{then}{')' if then else ''}"
+        with_ = "its share and pauses" if wait is not None else "its share"
+        parts.append(f"at {with_} here the model says {said}: {r.rps / at_share:.2f} of it")
+    then = f" ({'; '.join(parts)})" if parts else ""
+    return f"; the collector {gc:.0f} % of the server's CPU{then}"
 
 
 def at_collector_share(
@@ -863,6 +870,23 @@ def at_collector_share(
     scale = (1 - calibration_pct / 100) / (1 - load_pct / 100)
     scaled = {f: v * scale for f in SERVER_CPUS if (v := getattr(demand, f))}
     return replace(demand, **scaled)
+
+
+def pause_hold_ms(wait_ms: float | None, busy: float | None) -> float | None:
+    """How much longer a request took for its worker's collection pauses: the mean residual
+    of a pause in progress at a random moment (wait_ms: lab.run.collector.pause_wait_ms) and
+    the work that queued behind it, wait / (1 - busy): the pauses' part of the residual work
+    in Pollaczek-Khinchine's mean wait. busy: the worker's CPU utilization under the load,
+    0-1. None without either, or on a saturated worker (SERVER_BOUND_PCT), whose CPU's queue
+    already holds them. Read from the load: an explanation, never a prediction."""
+    if wait_ms is None or busy is None or not 0.0 <= busy < SERVER_BOUND_PCT / 100.0:
+        return None
+    return wait_ms / (1.0 - busy)
+
+
+def with_pauses(demand: Demand, hold_ms: float) -> Demand:
+    """The demand with each request held hold_ms longer outside the server's CPU (in Z)."""
+    return replace(demand, overhead_ms=(demand.overhead_ms or 0.0) + hold_ms)
 
 
 def lockstep_applies(kind: str, endpoint: str, info: dict[str, Any]) -> bool:

@@ -141,6 +141,9 @@ class CellResult:
     # input (lab.run.collector)
     gc_pct: float | None = None
     gc_calibration_pct: float | None = None
+    # how long a request's step waited, on average, for a collection in progress under the
+    # load (its pauses' residual: lab.run.collector.pause_wait_ms), in ms
+    gc_wait_ms: float | None = None
     # the model's rate had the calibration seen the load's collector share (its CPU per
     # request rescaled: lab.model.at_collector_share): an explanation beside the verdict
     collector_rps: float | None = None

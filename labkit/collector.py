@@ -15,15 +15,21 @@ from typing import Any
 
 _collections = [0] * len(gc.get_count())  # per generation (3 in CPython)
 _seconds = 0.0
+# the sum of each collection's seconds squared: how long a request that arrives at a random
+# moment waits, on average, for a collection in progress is its increase over twice the wall
+# time between two readings (lab.run.collector.pause_wait_ms)
+_squares = 0.0
 _started: float | None = None  # the thread CPU time at the current collection's start
 
 
 def _timed(phase: str, info: dict[str, Any]) -> None:
-    global _seconds, _started
+    global _seconds, _squares, _started
     if phase == "start":
         _started = time.thread_time()
     elif _started is not None:  # a collection never nests in another
-        _seconds += time.thread_time() - _started
+        took = time.thread_time() - _started
+        _seconds += took
+        _squares += took * took
         _started = None
         generation = int(info.get("generation", 0))
         if 0 <= generation < len(_collections):
@@ -31,9 +37,9 @@ def _timed(phase: str, info: dict[str, Any]) -> None:
 
 
 def _reset() -> None:
-    global _seconds, _started
+    global _seconds, _squares, _started
     _collections[:] = [0] * len(_collections)
-    _seconds, _started = 0.0, None
+    _seconds, _squares, _started = 0.0, 0.0, None
 
 
 def install() -> None:
@@ -44,5 +50,10 @@ def install() -> None:
 
 
 def totals() -> dict[str, Any]:
-    """/info's collector: collections per generation and their CPU seconds so far."""
-    return {"collections": list(_collections), "seconds": round(_seconds, 6)}
+    """/info's collector: collections per generation, their CPU seconds and the sum of their
+    seconds squared so far."""
+    return {
+        "collections": list(_collections),
+        "seconds": round(_seconds, 6),
+        "seconds_squared": round(_squares, 9),
+    }

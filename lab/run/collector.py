@@ -29,6 +29,8 @@ class Reading:
     pid: int  # the process that answered /info (its collector is its own)
     seconds: float  # the CPU its collections took since it started
     cpu: tuple[float, float]  # the server's process tree's CPU then (calibrate.tree_cpu_s)
+    # the sum of its collections' seconds squared (None: not stated)
+    squares: float | None = None
 
 
 def read(base: str, server_pid: int | None) -> Reading | None:
@@ -42,7 +44,9 @@ def read(base: str, server_pid: int | None) -> Reading | None:
         timed = body.get("collector") if status == 200 and isinstance(body, dict) else None
         if isinstance(timed, dict) and isinstance(timed.get("seconds"), int | float):
             cpu = calibrate.tree_cpu_s(server_pid)
-            return Reading(int(body.get("pid") or 0), float(timed["seconds"]), cpu)
+            squares = timed.get("seconds_squared")
+            squares = float(squares) if isinstance(squares, int | float) else None
+            return Reading(int(body.get("pid") or 0), float(timed["seconds"]), cpu, squares)
     return None
 
 
@@ -56,3 +60,15 @@ def share_pct(before: Reading | None, after: Reading | None) -> float | None:
     if used <= 0 or after.seconds < before.seconds:
         return None
     return round(100.0 * min(1.0, (after.seconds - before.seconds) / used), 1)
+
+
+def pause_wait_ms(before: Reading | None, after: Reading | None, wall_s: float) -> float | None:
+    """How long a request's step that falls at a random moment of wall_s waited, on average,
+    for a collection in progress (it holds every request of its worker): the pauses' residual,
+    sum(pause^2) / (2 wall_s), in ms. None where one process did not answer both readings or
+    did not state its squares."""
+    if before is None or after is None or before.pid != after.pid or wall_s <= 0:
+        return None
+    if before.squares is None or after.squares is None or after.squares < before.squares:
+        return None
+    return round((after.squares - before.squares) / (2 * wall_s) * 1000.0, 3)

@@ -758,9 +758,7 @@ class Runner:
         budget = seconds + self.options.k6_margin_s
         code, which = attempt.k6run.wait(timeout=budget)
         usage = attempt.sampler.stop()
-        if gc_before:
-            row.gc_pct = collector.share_pct(gc_before, collector.read(attempt.base, served))
-            self._at_collector_share(attempt)
+        gc_after = collector.read(attempt.base, served) if gc_before else None
         if jit and served:  # the compiler threads' share of the server's CPU meanwhile
             after = warmup.cpu_reading(served, compilers)
             row.jit_compiling_pct = round(100 * warmup.compiling_share(jit, after), 1)
@@ -780,6 +778,11 @@ class Runner:
                     raise CellError(f"the k6 instances' samples cannot be merged: {exc}") from None
             times = [t for t in map(_measured_s, data) if t is not None]
             row.measured_s = max(times) if times else None
+        if gc_after:  # collections happen while requests are served: over the load's time
+            row.gc_pct = collector.share_pct(gc_before, gc_after)
+            wall = row.measured_s or seconds
+            row.gc_wait_ms = collector.pause_wait_ms(gc_before, gc_after, wall)
+            self._at_collector_share(attempt)
         return CellFacts(
             budget_s=budget,
             k6_exit=code,
@@ -993,12 +996,20 @@ class Runner:
 
     def _at_collector_share(self, attempt: Attempt) -> None:
         """The row's collector_rps: the model's rate with the server's CPU per request at the
-        collector's share of the load (model.at_collector_share), an explanation beside the
-        verdict. Not beside a prediction of whole bursts (burst_period_s): another count."""
+        collector's share of the load (model.at_collector_share) and, for a cell its VUs
+        bound, each request held for the pauses it met (model.pause_hold_ms): an explanation
+        beside the verdict. Not beside a prediction of whole bursts (burst_period_s): another
+        count."""
         row = attempt.row
         if attempt.demand is None or row.burst_period_s:
             return
         demand = model.at_collector_share(attempt.demand, row.gc_pct, row.gc_calibration_pct)
+        hold = None
+        if row.bound == "vus" and row.server_busy_pct is not None:
+            workers = min(int(row.workers or 1), len(self.server_cpus or []) or os.cpu_count() or 1)
+            hold = model.pause_hold_ms(row.gc_wait_ms, row.server_busy_pct / 100.0 / workers)
+        if hold is not None:
+            demand = model.with_pauses(demand or attempt.demand, hold)
         if demand is not None:
             row.collector_rps = self._model(
                 attempt.cell, attempt.endpoint, demand, attempt.info

@@ -15,6 +15,9 @@ export class Collector {
   constructor() {
     this.collections = GENERATIONS.map(() => 0);
     this.ms = 0; // the pauses' time on the main thread so far
+    // the sum of each pause's ms squared: the runner reads a random moment's wait for a
+    // pause in progress from it (lab.run.collector.pause_wait_ms)
+    this.squares = 0;
     this.observer = null;
   }
 
@@ -24,6 +27,7 @@ export class Collector {
     const generation = GENERATIONS.indexOf(kind);
     if (generation >= 0) this.collections[generation] += 1;
     this.ms += durationMs;
+    this.squares += durationMs * durationMs;
   }
 
   // Observe this process's collections from now on (once).
@@ -36,8 +40,13 @@ export class Collector {
     return this;
   }
 
-  // /info's collector: collections per generation and their seconds so far.
+  // /info's collector: collections per generation, their seconds and the sum of their
+  // seconds squared so far.
   totals() {
-    return { collections: [...this.collections], seconds: Math.round(this.ms * 1000) / 1e6 };
+    return {
+      collections: [...this.collections],
+      seconds: Math.round(this.ms * 1000) / 1e6,
+      seconds_squared: Math.round(this.squares * 1000) / 1e9,
+    };
   }
 }

@@ -10,7 +10,12 @@ test("entries count per generation; every pause's time adds up", () => {
   c.add(constants.NODE_PERFORMANCE_GC_MINOR, 2.0);
   c.add(constants.NODE_PERFORMANCE_GC_MAJOR, 10.25);
   c.add(constants.NODE_PERFORMANCE_GC_INCREMENTAL, 0.25); // time held, no collection
-  assert.deepEqual(c.totals(), { collections: [2, 1], seconds: 0.014 });
+  // 1.5² + 2² + 10.25² + 0.25² = 111.375 ms²
+  assert.deepEqual(c.totals(), {
+    collections: [2, 1],
+    seconds: 0.014,
+    seconds_squared: 0.000111375,
+  });
 });
 
 test("the process's real collections are observed", async () => {

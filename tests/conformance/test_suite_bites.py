@@ -185,6 +185,17 @@ def test_collector_stating_more_than_its_cpu_is_caught(upstream: server.ServerPr
     assert problem is not None and "more than the process's" in problem, problem
 
 
+def test_collector_stating_its_pauses_sum_as_their_squares_is_caught(
+    upstream: server.ServerProcess,
+) -> None:
+    proc = start_kit(upstream.url, lies="collector-unsquared")
+    try:
+        problem = claims.collector_problem(proc.url)
+    finally:
+        assert proc.stop().clean
+    assert problem is not None and "not a sum of squares" in problem, problem
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_honest_processes_pass(upstream: server.ServerProcess, workers: int) -> None:
     proc = start_kit(upstream.url, workers=workers)

@@ -197,6 +197,9 @@ def test_bound_end_to_end(tmp_path: Path, bound: str) -> None:
     assert (row.gc_pct is not None) is (timed and row.bound in collector.LOAD_BOUNDS), row
     for share in (row.gc_pct, row.gc_calibration_pct):
         assert share is None or 0 <= share <= 100, row
+    # and the wait its pauses made at a random moment of the load (lab.run.collector)
+    assert (row.gc_wait_ms is not None) is (row.gc_pct is not None), row
+    assert row.gc_wait_ms is None or row.gc_wait_ms >= 0, row
     # beside them, the model at the load's share (model.at_collector_share)
     both = None not in (row.gc_pct, row.gc_calibration_pct) and row.gc_pct < 100
     both = both and not row.burst_period_s  # whole bursts: another count

@@ -331,6 +331,27 @@ def collector_problem(url: str) -> str | None:
         return (
             f"collector states {now['seconds']:.3f} s, more than the process's {own:.3f} s of CPU"
         )
+    return _squares_problem(was, now)
+
+
+def _squares_problem(was: dict[str, Any], now: dict[str, Any]) -> str | None:
+    """The pauses' sum of squares (seconds_squared, what the runner's pause wait reads) grew
+    with the pauses and by no more than their sum squared: each square is at most the whole's
+    (a sum instead of a sum of squares, or a count frozen, fails)."""
+    if "seconds_squared" not in now:
+        return "collector states no seconds_squared (the sum of its pauses' seconds squared)"
+    squares = now["seconds_squared"] - was.get("seconds_squared", 0.0)
+    took = now["seconds"] - was["seconds"]
+    if squares <= 0:
+        return (
+            f"collector's seconds_squared did not grow while it took {took:.6f} s: {was} then {now}"
+        )
+    # /info rounds seconds to the µs and their squares to the ns²: both readings' rounding
+    if squares > (took + 2e-6) ** 2 + 2e-9:
+        return (
+            f"collector's seconds_squared grew by {squares:.9f} s², more than its pauses' "
+            f"{took:.6f} s squared ({took * took:.9f}): not a sum of squares"
+        )
     return None
 
 

@@ -44,6 +44,9 @@ def test_the_timer_counts_each_collection_and_its_time() -> None:
     assert after["collections"][0] == before["collections"][0] + 1
     assert after["collections"][2] == before["collections"][2] + 1
     assert after["seconds"] > before["seconds"]
+    # two collections' squares: above nothing, at most their sum squared
+    squares = after["seconds_squared"] - before["seconds_squared"]
+    assert 0 < squares <= (after["seconds"] - before["seconds"]) ** 2 + 1e-9
 
 
 def test_a_reading_is_the_answering_process_beside_its_tree() -> None:
@@ -74,6 +77,52 @@ def test_the_share_between_two_readings(after: Reading, share: float | None) -> 
     before = Reading(7, 0.1, (1.0, 1.0))
     assert collector.share_pct(before, after) == share
     assert collector.share_pct(None, after) is None
+
+
+def test_the_wait_a_random_moment_met_from_its_pauses() -> None:
+    """Two pauses of 60 ms in 2 s: a moment falls in one 6 % of the time and waits half of it
+    then, 1.8 ms on average: sum(p^2) / (2 T)."""
+    before = Reading(7, 0.1, (1.0, 1.0), squares=0.0)
+    after = Reading(7, 0.22, (2.0, 2.0), squares=2 * 0.060**2)
+    assert collector.pause_wait_ms(before, after, 2.0) == pytest.approx(1.8)
+    assert collector.pause_wait_ms(before, Reading(8, 0.22, (2.0, 2.0), 0.0072), 2.0) is None
+    assert collector.pause_wait_ms(before, Reading(7, 0.22, (2.0, 2.0)), 2.0) is None  # unstated
+    assert collector.pause_wait_ms(after, before, 2.0) is None  # went back
+    assert collector.pause_wait_ms(before, after, 0.0) is None
+    assert collector.pause_wait_ms(None, after, 2.0) is None
+
+
+def test_a_vus_bound_cycle_with_the_pauses_it_met() -> None:
+    """FastAPI /gather?ms=100&n=10 at 100 VUs (2026-11-29): 754 rps, 0.79 of the model; its
+    pauses made a random moment wait 5.864 ms, the server 77.7 % busy: a request waited that
+    and the work queued behind it, 5.864 / (1 - 0.777) = 26.2 ms, and the model with it says
+    751 rps. Not on a saturated worker, whose CPU queue already holds them."""
+    from lab import model
+    from lab.record import CellResult
+
+    assert model.pause_hold_ms(5.864, 0.7765) == pytest.approx(26.24, abs=0.01)
+    assert model.pause_hold_ms(5.864, 0.0) == pytest.approx(5.864)
+    for wait, busy in ((None, 0.5), (5.0, None), (5.0, 0.9), (5.0, -0.1)):
+        assert model.pause_hold_ms(wait, busy) is None
+    demand = model.Demand(100.0, server_cpu_ms=0.78, overhead_ms=1.585)
+    held = model.with_pauses(demand, 26.24)
+    assert (held.overhead_ms, held.server_cpu_ms) == (pytest.approx(27.825), 0.78)
+    info = {"language": "python", "worker_cpus": 1, "capacity": {}}
+    before = model.predict("upstream", "gather", demand, 100, None, info, 1)
+    after = model.predict("upstream", "gather", held, 100, None, info, 1)
+    assert (before.bound, after.bound) == ("vus", "vus")
+    assert after.rps == pytest.approx(100 * 1000 / (1000 * 100 / before.rps + 26.24), rel=0.01)
+    row = CellResult(vus=100, rps=754.2, lat_avg_ms=133.6, predicted_latency_ms=104.6,
+                     gc_pct=28.9, gc_calibration_pct=0.4, gc_wait_ms=5.864,
+                     collector_rps=750.7)  # fmt: skip
+    assert model.observed("vus", row) == (
+        "a request took 134 ms (predicted 105 ms); the collector 29 % of the server's CPU "
+        "(0 % in the calibration; its pauses 5.86 ms of wait at a random moment; at its share "
+        "and pauses here the model says 751 rps: 1.00 of it)"
+    )
+    # a CPU-bound cell's reading names no pauses: its CPU's queue holds them
+    row.server_cpu_pct, row.server_cpu_ms = 72.0, 0.78
+    assert "pauses" not in model.observed("server-cpu", row)
 
 
 def test_the_reading_beside_a_miss_names_the_collector() -> None:

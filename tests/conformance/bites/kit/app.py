@@ -12,7 +12,8 @@ refusal-in-executor (every 4xx first makes a trip through the loop's default exe
 the database's: db-pool-1 (opens one connection for /db, claims DB_POOL or 10), db-new-conn
 (/db opens a connection per request), db-sleep (/db sleeps in-process, no query), db-rows-formula
 (/db-rows computes its checksum from the rows' formula, not the table);
-/info's collector: collector-frozen (its counts never move), collector-wall (states the time
+/info's collector: collector-frozen (its counts never move), collector-unsquared (states its
+pauses' sum as their sum of squares), collector-wall (states the time
 since its start as the collector's, more than its CPU).
 
 The database as the async targets use it, with psycopg alone (the kit needs no pool library):
@@ -266,9 +267,11 @@ def collector_totals() -> dict[str, Any]:
     since the process started, more than the CPU it used once it has idled (collector-wall)."""
     totals = collector.totals()
     if "collector-frozen" in LIES:
-        return {"collections": [0, 0, 0], "seconds": 0.0}
+        return {"collections": [0, 0, 0], "seconds": 0.0, "seconds_squared": 0.0}
     if "collector-wall" in LIES:
         totals["seconds"] = round(time.time() - psutil.Process().create_time(), 6)
+    if "collector-unsquared" in LIES:
+        totals["seconds_squared"] = totals["seconds"]
     return totals
 
 
