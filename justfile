@@ -191,14 +191,17 @@ lint: _ready
     cd go && test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting" >&2; exit 1; }
     cd go && go vet ./...
     cd node && ../.tools/node/bin/node node_modules/prettier/bin/prettier.cjs --config .prettierrc.json --check --log-level warn . ../tests/conformance/bites/node
+    cd node && ../.tools/node/bin/node node_modules/prettier/bin/prettier.cjs --config ../k6/.prettierrc.json --check --log-level warn ../k6/lab.js
     jvm/mvn -q spotless:check
 
-# Format Python, Go and Java code in place.
+# Format Python, Go, JavaScript and Java code in place.
 [group('test')]
 fmt: _ready
     {{python}} -m ruff format .
     {{python}} -m ruff check --fix .
     cd go && gofmt -w .
+    cd node && ../.tools/node/bin/node node_modules/prettier/bin/prettier.cjs --config .prettierrc.json --write --log-level warn . ../tests/conformance/bites/node
+    cd node && ../.tools/node/bin/node node_modules/prettier/bin/prettier.cjs --config ../k6/.prettierrc.json --write --log-level warn ../k6/lab.js
     jvm/mvn -q spotless:apply
 
 # Re-run a published post's experiment: published / measured / predicted per figure (no name: list).

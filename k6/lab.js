@@ -131,23 +131,23 @@ const scenarios = {
   main: ITERATIONS
     ? ITERATION_SCENARIO
     : RATE
-    ? {
-        executor: 'constant-arrival-rate',
-        rate: RATE,
-        timeUnit: '1s',
-        duration: DURATION,
-        preAllocatedVUs: VUS,
-        maxVUs: VUS,
-        gracefulStop: GRACEFUL_STOP,
-        exec: 'main',
-      }
-    : {
-        executor: 'constant-vus',
-        vus: VUS,
-        duration: DURATION,
-        gracefulStop: GRACEFUL_STOP,
-        exec: 'main',
-      },
+      ? {
+          executor: 'constant-arrival-rate',
+          rate: RATE,
+          timeUnit: '1s',
+          duration: DURATION,
+          preAllocatedVUs: VUS,
+          maxVUs: VUS,
+          gracefulStop: GRACEFUL_STOP,
+          exec: 'main',
+        }
+      : {
+          executor: 'constant-vus',
+          vus: VUS,
+          duration: DURATION,
+          gracefulStop: GRACEFUL_STOP,
+          exec: 'main',
+        },
 };
 if (CANARY_RATE > 0) {
   scenarios.canary = {
@@ -200,8 +200,13 @@ const CANARY_PARAMS = { timeout: TIMEOUT, tags: { probe: 'canary', endpoint: END
 // summary. (Every VU makes them at init: a short list keeps 200 VUs starting fast.)
 const FAILED = { timeout: new Counter('failed_timeout'), network: new Counter('failed_network') };
 FAILED.other = new Counter('failed_other');
-for (const [from, to] of [[400, 431], [451, 451], [500, 511]]) {
-  for (let status = from; status <= to; status += 1) FAILED[status] = new Counter(`failed_${status}`);
+for (const [from, to] of [
+  [400, 431],
+  [451, 451],
+  [500, 511],
+]) {
+  for (let status = from; status <= to; status += 1)
+    FAILED[status] = new Counter(`failed_${status}`);
 }
 
 function failureReason(res) {
@@ -303,7 +308,9 @@ function text(data, lab) {
   const lines = [
     `lab ${what} on ${lab.base_url}: ${model}, ${lab.duration}`,
     `  main    ${num(closed === undefined ? reqs.rate : closed, 1)} req/s` +
-      (closed === undefined ? '' : ` (VUs over their cycles; k6's count/time ${num(reqs.rate, 1)})`) +
+      (closed === undefined
+        ? ''
+        : ` (VUs over their cycles; k6's count/time ${num(reqs.rate, 1)})`) +
       ` (${num(reqs.count, 0)} requests)` +
       `  p50 ${ms(dur['p(50)'])}  p95 ${ms(dur['p(95)'])}  p99 ${ms(dur['p(99)'])}` +
       `  failed ${pct(failed.rate)}  dropped ${num(dropped.count || 0, 0)}`,
