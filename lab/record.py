@@ -145,7 +145,8 @@ class CellResult:
     # load (its pauses' residual: lab.run.collector.pause_wait_ms), in ms
     gc_wait_ms: float | None = None
     # the model's rate had the calibration seen the load's collector share (its CPU per
-    # request rescaled: lab.model.at_collector_share): an explanation beside the verdict
+    # request rescaled: lab.model.at_collector_share) and, for a cell its VUs bound, its
+    # pauses (lab.model.pause_hold_ms): an explanation beside the verdict
     collector_rps: float | None = None
     server_start_s: float | None = None
     server_stop_s: float | None = None
