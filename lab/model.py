@@ -678,6 +678,27 @@ def planned_duration_s(
     )
 
 
+def pool_rounds_s(
+    duration_s: float,
+    predicted_rps: float | None,
+    bound: str,
+    vus: int,
+    capacity: float,
+    cap_s: float = MAX_CELL_S,
+) -> float:
+    """How long a closed cell queued on its connection pool (bound db-pool, more VUs than the
+    pool's C connections) runs so that k6's count holds MIN_REQUESTS rounds: its C
+    connections answer together every hold, so the count moves by C requests at once, not
+    one, and a window that ends just before a round or starts a connect late misses a whole
+    round (quick's 2-s /db cells on pools of 4 and 10: 0.92-1.00 of the model, and 0.99-1.03
+    over 10 s: CONTRACT.md, 'A closed loop's rate'). At most cap_s; the duration as it was
+    where it already holds them, or for any other cell."""
+    if bound != "db-pool" or not predicted_rps or not math.isfinite(capacity) or vus <= capacity:
+        return duration_s
+    needed = math.ceil(10 * MIN_REQUESTS * capacity / predicted_rps) / 10  # tenths of a second
+    return max(duration_s, min(needed, max(cap_s, duration_s)))
+
+
 def too_few(requests: int | None) -> str:
     """Censoring seen afterwards: the cell completed too few requests to count its rate."""
     if requests is not None and requests < MIN_REQUESTS:

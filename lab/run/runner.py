@@ -715,6 +715,15 @@ class Runner:
             loadgen.GRACEFUL_STOP_S if grace is None else grace,
             None if cell.rate else cell.vus,  # an open cell's last requests: not a VU's cycle
         )
+        if not (cell.rate or cell.iterations):  # a closed loop's count, in its pool's rounds
+            seconds = model.pool_rounds_s(
+                seconds,
+                prediction.rps,
+                prediction.bound,
+                cell.vus,
+                model.slots(endpoint.kind, cell.endpoint, attempt.info),
+                self.options.max_cell_s,
+            )
         prediction, seconds = self._bursts(attempt, demand, prediction, seconds)
         attempt.demand = demand
         self._tolerance(attempt, demand, prediction, wall, seconds)

@@ -457,6 +457,13 @@ def quick_worst_case() -> tuple[list[Cell], set[str], float]:
         and (load()[c.endpoint].service_ms(dict(c.params)) or 0) > 0
     }
     worst = estimate_s(cells, languages) + extra * len(slow) + TAIL_S * (len(cells) - len(slow))
+    # every other /db cell is queued on its pool (50 VUs on 4-10 connections), lengthened to
+    # hold MIN_REQUESTS of its rounds (lab.model.pool_rounds_s): 40 holds of ms, d and the
+    # database's CPU (at most 2 ms beside the 100 ms)
+    for c in cells:
+        if c.endpoint == "db" and c.id not in slow:
+            hold_s = ((load()["db"].service_ms(dict(c.params)) or 0.0) + 2.0) / 1000
+            worst += max(0.0, MIN_REQUESTS * hold_s - duration)
     # a server that closes its connections (Flask's gunicorn sync) costs k6's reference run
     # again at each VU count, reconnecting (lab.run.calibrate.loadgen_cost)
     worst += LOADGEN_COST_S * len({c.vus for c in cells})

@@ -456,6 +456,25 @@ def test_planned_duration() -> None:
     assert "38 < 40" in model.planned_duration_s(2.0, 5.4, 7.0, 0.0, 50)[1]
 
 
+def test_a_queue_on_a_pool_runs_for_forty_of_its_rounds() -> None:
+    """Quick's gin /db: 50 VUs on pgxpool's 4 connections, 39.5 rps predicted, 2 s planned.
+    Its count moves by 4 requests a round: 2 s and k6's 1-s grace held 28 rounds (112, 0.94
+    of the model) where 29 would have read 0.98; 40 rounds of 4 need 4.05 s."""
+    assert model.pool_rounds_s(2.0, 39.5, "db-pool", 50, 4, 7.0) == 4.1
+    # Express's pool of 10 at 97 rps: 40 rounds of 10 in 4.2 s
+    assert model.pool_rounds_s(2.0, 97.1, "db-pool", 50, 10, 7.0) == 4.2
+    # already long enough; or capped (a slow pool: 4 connections of 1 s holds need 40 s)
+    assert model.pool_rounds_s(10.0, 39.5, "db-pool", 50, 4, 60.0) == 10.0
+    assert model.pool_rounds_s(2.0, 4.0, "db-pool", 50, 4, 7.0) == 7.0
+    # no queue (no more VUs than connections: each VU's cycle counts alone), another bound
+    # (a slot's queue ends with a burst instead: burst_aligned_s), or no prediction
+    assert model.pool_rounds_s(2.0, 97.1, "db-pool", 10, 10, 7.0) == 2.0
+    assert model.pool_rounds_s(2.0, 390.0, "slots", 50, 40, 7.0) == 2.0
+    assert model.pool_rounds_s(2.0, 39.5, "vus", 50, 4, 7.0) == 2.0
+    assert model.pool_rounds_s(2.0, None, "db-pool", 50, 4, 7.0) == 2.0
+    assert model.pool_rounds_s(2.0, 39.5, "db-pool", 50, math.inf, 7.0) == 2.0
+
+
 def test_cpu_sensitivity_says_when_a_short_calibration_does() -> None:
     """A 100 ms wait dwarfs a 0.1 ms CPU: 25 % off moves Go's /sync by a hundredth of a
     percent; on a CPU-bound /hello the prediction moves with the CPU, one for one."""
