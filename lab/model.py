@@ -690,9 +690,8 @@ def pool_rounds_s(
     pool's C connections) runs so that k6's count holds MIN_REQUESTS rounds: its C
     connections answer together every hold, so the count moves by C requests at once, not
     one, and a window that ends just before a round or starts a connect late misses a whole
-    round (quick's 2-s /db cells on pools of 4 and 10: 0.92-1.00 of the model, and 0.99-1.03
-    over 10 s: CONTRACT.md, 'A closed loop's rate'). At most cap_s; the duration as it was
-    where it already holds them, or for any other cell."""
+    round (measured: CONTRACT.md, 'A closed loop's rate'). At most cap_s; the duration as it
+    was where it already holds them, or for any other cell."""
     if bound != "db-pool" or not predicted_rps or not math.isfinite(capacity) or vus <= capacity:
         return duration_s
     needed = math.ceil(10 * MIN_REQUESTS * capacity / predicted_rps) / 10  # tenths of a second
