@@ -195,6 +195,9 @@ class Demand:
     # the CPU per request of the requests the group waits for, where the shares are another
     # endpoint's (group_endpoint: a single wait's d; None: this endpoint's d)
     lockstep_cpu_ms: float | None = None
+    # the share of the server's CPU its JIT's compiler threads took during the calibration, in
+    # %, left out of d (lab.run.calibrate.server_cost; None: no compiler threads named)
+    jit_calibration_pct: float | None = None
     # k6's CPU per request where it is not the bottleneck (its requests wait) and the rate it
     # was measured at: a k6 that waits for its answers pays a wake-up per request that a
     # saturated one shares out (None: k6 costs loadgen_us at every rate)

@@ -136,6 +136,9 @@ class CellResult:
     # the share of the server's CPU during the load in its JIT's compiler threads (/info's
     # compiler_threads), in %: over model.COMPILING on a cell bound by that CPU, it is censored
     jit_compiling_pct: float | None = None
+    # the same share during the calibration, in %: left out of server_cpu_ms (a compilation
+    # is no request's cost; lab.run.calibrate.server_cost)
+    jit_calibration_pct: float | None = None
     # the share of the server's CPU its garbage collector took (/info's collector: Python's),
     # in %, during the load and during the calibration before it: an observation, not a model
     # input (lab.run.collector)

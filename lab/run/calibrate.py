@@ -99,6 +99,19 @@ def tree_cpu_s(pid: int) -> tuple[float, float]:
     return total / 1e9, cpu_seconds(pid)
 
 
+def named_threads_cpu_s(pid: int, names: tuple[str, ...]) -> float:
+    """CPU seconds so far of the live threads of pid's process tree whose name starts with
+    one of names (0 without names): a JIT's compiler threads (lab.run.warmup.compiler_threads)."""
+    if not names:
+        return 0.0
+    total = 0
+    for task in tree_tasks(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if (task / "comm").read_text().strip().startswith(names):
+                total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
+
+
 def used_s(before: tuple[float, float], after: tuple[float, float]) -> float:
     """CPU seconds between two tree_cpu_s readings."""
     precise, ticks = after[0] - before[0], after[1] - before[1]
@@ -127,6 +140,9 @@ class ServerCost:
     # The server closed its connections after each reply (gunicorn's sync worker does): k6
     # then opens a new one for every request, which costs it 2-3 times a kept-alive one's
     closes: bool = False
+    # The share of the server's CPU over the window in its JIT's compiler threads (0-1; None:
+    # none named): cpu_ms leaves it out, a compilation being no request's cost
+    compiling: float | None = None
 
 
 def calibration_query(endpoint: Endpoint, cell: Cell, wait_ms: int = 0) -> str:
@@ -216,6 +232,7 @@ def server_cost(
     wall_s: float = WALL_S,
     load_cpus: list[int] | None = None,
     connections: int | None = None,
+    compilers: tuple[str, ...] = (),
 ) -> ServerCost:
     """The server's CPU per request: min(VUs, connections) kept-alive connections (as k6 keeps
     them; by default model.calibration_connections: more for an endpoint without a wait),
@@ -228,7 +245,10 @@ def server_cost(
     database's CPU (db_pid: the top of its process tree, PostgreSQL's backends being children
     of the postmaster) are read over the same requests, and with them (load_cpus: the load
     side's, where both run beside this client) the kernel's interrupt work on those CPUs.
-    connections: more for a second lockstep share (wide_lockstep)."""
+    connections: more for a second lockstep share (wide_lockstep). compilers: the names of the
+    server's JIT compiler threads, whose CPU over the window is not the requests' (a JVM
+    compiling a calibration's new path spent 57-79 % of its CPU there while its other threads'
+    CPU per request held steady: CONTRACT.md, 'Warm-up')."""
     path = cpu_query(endpoint, cell)
     k = max(1, min(cell.vus, connections or model.calibration_connections(endpoint.kind)))
     # Without a wait, the server's CPU is the rate: a client that keeps a fast server busy, as
@@ -246,6 +266,7 @@ def server_cost(
                 raise CalibrationError(f"calibration request {path} failed")
             closes = closes or first.closed
         srv0 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
+        jit0 = named_threads_cpu_s(server_pid, compilers) if server_pid else 0.0
         up0 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db0 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
         beside = bool(load_cpus and (upstream_pid or db_pid))
@@ -257,10 +278,13 @@ def server_cost(
         cycle_ms = k * (time.perf_counter() - started) / count * 1000
         client_ms = sum(client) / count * 1000
         srv1 = tree_cpu_s(server_pid) if server_pid else (0.0, 0.0)
+        jit_s = named_threads_cpu_s(server_pid, compilers) - jit0 if server_pid else 0.0
         up1 = tree_cpu_s(upstream_pid) if upstream_pid else (0.0, 0.0)
         db1 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
         kernel_ms = (kernel_seconds(load_cpus or []) - kernel0) / count * 1000 if beside else None
-        cpu_ms = used_s(srv0, srv1) / count * 1000 if server_pid else None
+        used = used_s(srv0, srv1) if server_pid else 0.0
+        compiling = min(1.0, max(0.0, jit_s) / used) if compilers and used > 0 else None
+        cpu_ms = used * (1 - (compiling or 0.0)) / count * 1000 if server_pid else None
         up_ms = used_s(up0, up1) / count * 1000 if upstream_pid else None
         db_ms = used_s(db0, db1) / count * 1000 if db_pid else None
         # Both CPUs queue at their own stations in the model: neither is part of Z (the
@@ -285,7 +309,17 @@ def server_cost(
     if waits is not None and endpoint.kind not in model.CPU_KINDS:  # Z holds the overshoot
         lockstep = model.lockstep_share(k, waits + overhead, cpu_ms, client_ms, cycle_ms)
     return ServerCost(
-        cpu_ms, overhead, up_ms, count, overshoot, db_ms, wait, lockstep, kernel_ms, closes
+        cpu_ms,
+        overhead,
+        up_ms,
+        count,
+        overshoot,
+        db_ms,
+        wait,
+        lockstep,
+        kernel_ms,
+        closes,
+        compiling,
     )
 
 
@@ -383,12 +417,18 @@ class LoadgenCost:
 
 
 def wide_lockstep(
-    base: str, endpoint: Endpoint, cell: Cell, server_pid: int | None
+    base: str,
+    endpoint: Endpoint,
+    cell: Cell,
+    server_pid: int | None,
+    compilers: tuple[str, ...] = (),
 ) -> float | None:
     """The lockstep share at min(VUs, model.WIDE_CONNECTIONS) connections (model.group_share:
     whether a group grows with them), over the whole window: a group forms over its first
-    rounds (model.cpu_sensitivity)."""
-    wide = server_cost(base, endpoint, cell, server_pid, connections=model.WIDE_CONNECTIONS)
+    rounds (model.cpu_sensitivity). compilers: as server_cost's."""
+    wide = server_cost(
+        base, endpoint, cell, server_pid, connections=model.WIDE_CONNECTIONS, compilers=compilers
+    )
     return wide.lockstep
 
 

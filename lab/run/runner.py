@@ -927,6 +927,7 @@ class Runner:
         wall_s: the calibration's window (calibrate.server_cost)."""
         upstream_pid = self.upstream.pid if endpoint.kind == "upstream" and self.upstream else None
         db_pid = database.proc.pid if database and database.proc else None  # its whole tree
+        compilers = warmup.compiler_threads(info) if proc else ()  # their CPU is no request's
         cost = calibrate.server_cost(
             base,
             endpoint,
@@ -936,6 +937,7 @@ class Runner:
             db_pid=db_pid,
             wall_s=wall_s,
             load_cpus=self.k6_cpus,  # this process runs there (None: not pinned)
+            compilers=compilers,
         )
         k6 = self.loadgen_cost(cell.vus, reconnect=cost.closes)
         service = endpoint.service_ms(dict(cell.params))
@@ -952,7 +954,9 @@ class Runner:
                 ms = cell.param("ms")
                 at = self.contract[group_at]
                 at_cell = replace(cell, endpoint=group_at, params=(("ms", ms),) if ms else ())
-                single = calibrate.server_cost(base, at, at_cell, pid, wall_s=wall_s)
+                single = calibrate.server_cost(
+                    base, at, at_cell, pid, wall_s=wall_s, compilers=compilers
+                )
                 share, others = single.lockstep, single.cpu_ms
         wide, wide_read = None, False
         if (  # a short window's share is kept only where no share moves the prediction
@@ -963,7 +967,7 @@ class Runner:
             and model.wide_share_applies(at_cell.endpoint)
             and group_at is not None
         ):
-            wide, wide_read = calibrate.wide_lockstep(base, at, at_cell, pid), True
+            wide, wide_read = calibrate.wide_lockstep(base, at, at_cell, pid, compilers), True
         overhead = cost.overhead_ms
         if overhead is not None and self.rtt_ms is not None:
             # measured from the root namespace: k6's requests travel the load hosts' links
@@ -985,6 +989,7 @@ class Runner:
             lockstep_cpu_ms=others,
             load_kernel_ms=cost.load_kernel_ms,
             loadgen_reconnects=k6.reconnects,
+            jit_calibration_pct=None if cost.compiling is None else round(100 * cost.compiling, 1),
         )
 
     def _load_cpus(self) -> int:
@@ -1167,6 +1172,7 @@ class Runner:
             loadgen_paced_rps=demand.loadgen_paced_rps,
             loadgen_lone_us=demand.loadgen_lone_us,
             loadgen_reconnects=demand.loadgen_reconnects,
+            jit_calibration_pct=demand.jit_calibration_pct,
             lockstep=demand.lockstep if grouped else None,  # the shares the model used
             lockstep_wide=demand.lockstep_wide if grouped else None,
             lockstep_wide_read=demand.lockstep_wide_read if grouped else None,

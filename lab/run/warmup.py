@@ -10,7 +10,6 @@ Other servers get the short warm-up of lab.run.runner.warm_up only."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -140,7 +139,7 @@ CpuReading = tuple[tuple[float, float], float]  # the tree's CPU so far, its com
 
 def cpu_reading(pid: int, compilers: tuple[str, ...]) -> CpuReading:
     """The server tree's CPU so far (calibrate.tree_cpu_s) and its compiler threads'."""
-    return calibrate.tree_cpu_s(pid), compiler_cpu_s(pid, compilers)
+    return calibrate.tree_cpu_s(pid), calibrate.named_threads_cpu_s(pid, compilers)
 
 
 def compiling_share(before: CpuReading, after: CpuReading) -> float:
@@ -148,16 +147,3 @@ def compiling_share(before: CpuReading, after: CpuReading) -> float:
     a load), 0-1."""
     used = calibrate.used_s(before[0], after[0])
     return min(1.0, max(0.0, after[1] - before[1]) / used) if used > 0 else 0.0
-
-
-def compiler_cpu_s(pid: int, names: tuple[str, ...]) -> float:
-    """CPU seconds so far of the live threads of pid's process tree whose name starts with
-    one of names (0 without names): the compiler threads (compiler_threads)."""
-    if not names:
-        return 0.0
-    total = 0
-    for task in calibrate.tree_tasks(pid):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            if (task / "comm").read_text().strip().startswith(names):
-                total += int((task / "schedstat").read_text().split()[0])
-    return total / 1e9

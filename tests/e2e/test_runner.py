@@ -307,6 +307,8 @@ def test_jit_warm_up_where_the_prediction_needs_it(
     assert row["status"] == "ok", row["error"]
     # its compiler threads' share of its CPU during the load, read from /proc by their names
     assert 0.0 <= float(row["jit_compiling_pct"]) <= 100.0, row
+    # and during the calibration, left out of its server_cpu_ms
+    assert 0.0 <= float(row["jit_calibration_pct"]) <= 100.0, row
     if warmed:
         assert float(row["warm_up_s"]) > 0 and int(row["warm_up_requests"]) > 1000, row
     else:

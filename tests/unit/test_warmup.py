@@ -11,7 +11,7 @@ from harness.support import script_server
 
 from lab.contract import load
 from lab.matrix import Cell
-from lab.run import warmup
+from lab.run import calibrate, warmup
 
 pytestmark = pytest.mark.unit
 
@@ -103,6 +103,24 @@ def test_a_steady_server_costs_three_rounds() -> None:
         if w.steady and len(w.cpu_ms) == warmup.STEADY_ROUNDS + 1:
             break
     assert w.steady and len(w.cpu_ms) == warmup.STEADY_ROUNDS + 1, w.cpu_ms
+
+
+def test_the_calibration_leaves_the_compiler_threads_cpu_out() -> None:
+    """A server whose compiler thread works throughout (half a CPU, beside requests of 1 ms):
+    the calibration told its name counts each request's 1 ms and its HTTP handling (1.5 ms in
+    all here), and says what share the compiler took (0.65); one not told counts the
+    compiler's CPU in every request (4.3 ms). A JVM compiling a calibration's new path spent
+    57-79 % of its CPU so (Spring MVC /sync after its warm-up, CONTRACT.md 'Warm-up')."""
+    cell = Cell("fake", "jit", "hello", (), 8, None, "3s", 1)
+    for base, pid in fake(10**9, 1.0, 1.0):
+        told = calibrate.server_cost(
+            base, load()["hello"], cell, pid, compilers=("C2 CompilerThre",)
+        )
+        blind = calibrate.server_cost(base, load()["hello"], cell, pid)
+    assert told.compiling is not None and 0.2 < told.compiling < 0.8, told
+    assert told.cpu_ms is not None and 1.0 <= told.cpu_ms < 2.2, told
+    assert blind.compiling is None and blind.cpu_ms is not None, blind
+    assert blind.cpu_ms > 1.3 * told.cpu_ms, (blind, told)
 
 
 @pytest.mark.parametrize(
