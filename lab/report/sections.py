@@ -206,7 +206,9 @@ NOTES = {
         "A server that compiles while it runs (the JVM, Node) is warmed up before its "
         "calibration, until its CPU per request is steady or the warm-up's cap is reached "
         "('not steady'); none when even a cold JIT's CPU would hardly move the prediction "
-        "(a cell bound by a wait). The row's warm_up_requests has how many requests it took.",
+        "(a cell bound by a wait). The row's warm_up_requests has how many requests it took. "
+        "The CPU its compiler threads use during the calibration is left out of the CPU per "
+        "request d (a compilation is no request's cost; the row's jit_calibration_pct).",
     ),
 }
 
@@ -245,9 +247,14 @@ def warm_up_text(row: CellResult) -> str:
     if row.warm_up_s is None:
         return ""
     if not row.warm_up_requests:
-        return "no JIT warm-up"
-    steady = "steady" if row.warm_up_steady else "not steady"
-    return f"JIT warm-up {row.warm_up_s:.1f} s, {steady}"
+        text = "no JIT warm-up"
+    else:
+        steady = "steady" if row.warm_up_steady else "not steady"
+        text = f"JIT warm-up {row.warm_up_s:.1f} s, {steady}"
+    compiling = row.jit_calibration_pct
+    if compiling is not None and compiling > 100 * model.COMPILING:
+        text += f"; its compilers' {compiling:.0f} % of the calibration's CPU left out of d"
+    return text
 
 
 @dataclass(frozen=True)

@@ -562,6 +562,14 @@ def test_bound_text_says_how_long_a_jit_warmed_up() -> None:
     assert cpu(warm_up_s=30.2, warm_up_requests=50000, warm_up_steady=False)[-1].text == (
         "JIT warm-up 30.2 s, not steady"
     )
+    compiled = cpu(warm_up_s=30.2, warm_up_requests=50000, warm_up_steady=False,
+                   jit_calibration_pct=69.5)[-1].text  # fmt: skip
+    assert compiled == (
+        "JIT warm-up 30.2 s, not steady; its compilers' 70 % of the calibration's CPU left out of d"
+    )
+    # at most model.COMPILING: not worth a word
+    barely = cpu(warm_up_s=6.4, warm_up_requests=9, warm_up_steady=True, jit_calibration_pct=3.0)
+    assert barely[-1].text == "JIT warm-up 6.4 s, steady"
 
 
 def test_shared_explanations_are_said_once_under_the_table(tmp_path: Path, page: str) -> None:
