@@ -112,6 +112,12 @@ def named_threads_cpu_s(pid: int, names: tuple[str, ...]) -> float:
     return total / 1e9
 
 
+def share_of(part_s: float, used: float) -> float:
+    """A part of the server's CPU seconds (its compiler threads') as a share of all it used
+    meanwhile, 0-1 (0 where it used none)."""
+    return min(1.0, max(0.0, part_s) / used) if used > 0 else 0.0
+
+
 def used_s(before: tuple[float, float], after: tuple[float, float]) -> float:
     """CPU seconds between two tree_cpu_s readings."""
     precise, ticks = after[0] - before[0], after[1] - before[1]
@@ -283,7 +289,7 @@ def server_cost(
         db1 = tree_cpu_s(db_pid) if db_pid else (0.0, 0.0)
         kernel_ms = (kernel_seconds(load_cpus or []) - kernel0) / count * 1000 if beside else None
         used = used_s(srv0, srv1) if server_pid else 0.0
-        compiling = min(1.0, max(0.0, jit_s) / used) if compilers and used > 0 else None
+        compiling = share_of(jit_s, used) if compilers else None
         cpu_ms = used * (1 - (compiling or 0.0)) / count * 1000 if server_pid else None
         up_ms = used_s(up0, up1) / count * 1000 if upstream_pid else None
         db_ms = used_s(db0, db1) / count * 1000 if db_pid else None

@@ -145,5 +145,4 @@ def cpu_reading(pid: int, compilers: tuple[str, ...]) -> CpuReading:
 def compiling_share(before: CpuReading, after: CpuReading) -> float:
     """The compiler threads' share of the server's CPU between two readings (a warm-up round,
     a load), 0-1."""
-    used = calibrate.used_s(before[0], after[0])
-    return min(1.0, max(0.0, after[1] - before[1]) / used) if used > 0 else 0.0
+    return calibrate.share_of(after[1] - before[1], calibrate.used_s(before[0], after[0]))
