@@ -446,14 +446,17 @@ def single_timing_problem(url: str, endpoint: Endpoint) -> str | None:
     )
     values = {k: v for k, v in values.items() if endpoint.param(k)}
     expected = endpoint.service_ms(values) / 1000  # type: ignore[operator]
-    reply = get(url, endpoint.path + query(values))
-    if reply.status != 200:
-        return f"status {reply.status}: {reply.body}"
-    if reply.seconds < expected - EARLY_S:
-        return f"answered in {reply.seconds:.3f}s, before its {expected:.3f}s of work was done"
-    if reply.seconds >= expected + SINGLE_SLACK_S:
-        return f"took {reply.seconds:.3f}s for {expected:.3f}s of work"
-    return None
+    slow = None
+    for _ in range(2):  # a slow answer once more: a loaded CI host stalled net/http's 0.3 s once
+        reply = get(url, endpoint.path + query(values))
+        if reply.status != 200:
+            return f"status {reply.status}: {reply.body}"
+        if reply.seconds < expected - EARLY_S:  # an answer before its work: never retried
+            return f"answered in {reply.seconds:.3f}s, before its {expected:.3f}s of work was done"
+        if reply.seconds < expected + SINGLE_SLACK_S:
+            return None
+        slow = f"took {reply.seconds:.3f}s for {expected:.3f}s of work"
+    return slow
 
 
 def probe_values(endpoint: Endpoint) -> dict[str, int]:
