@@ -781,10 +781,24 @@ def limit_text(bound: str, r: Any) -> str:
             text = f"open rate {r.rate}/s"
         case _:
             return bound
-    seen = observed(bound, r)
-    if seen and verdict("ok", r.efficiency, "", r.tolerance) in ("below model", "above model"):
-        text += f" · under the load: {seen}"
+    if verdict("ok", r.efficiency, "", r.tolerance) in ("below model", "above model"):
+        seen = "; ".join(p for p in (observed(bound, r), compiling_text(r)) if p)
+        if seen:
+            text += f" · under the load: {seen}"
     return text
+
+
+def compiling_text(r: Any) -> str:
+    """A JIT's compiler threads' share of the server's CPU during the load, above COMPILING
+    (the row's jit_compiling_pct), as a CPU's worth: beside a miss, what ran on the request
+    threads' CPU that the calibration left out of d; '' elsewhere. A cell bound by that CPU is
+    censored instead (still_compiling)."""
+    pct = getattr(r, "jit_compiling_pct", None)
+    if pct is None or pct <= COMPILING * 100:
+        return ""
+    busy = getattr(r, "server_cpu_pct", None)
+    cpus = f", {pct / 100 * busy / 100:.2f} of a CPU" if busy else ""
+    return f"its JIT's compilers {pct:.0f} % of the server's CPU{cpus}"
 
 
 def load_generators(r: Any) -> str:

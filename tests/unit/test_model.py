@@ -532,6 +532,31 @@ def test_a_jit_compiling_during_the_load_censors_a_cpu_bound_cell() -> None:
     assert judged(bound="vus", jit_compiling_pct=23.0).verdict == "above model"
 
 
+def test_a_miss_on_a_compiling_jit_names_its_compilers_share() -> None:
+    """jdkhttp's /sync?ms=100 at 50 VUs in quick (run 20261202-202204, no warm-up: its
+    prediction hardly moves with d): 0.91 of the model, a request 114 ms against 103, while
+    its compiler threads took 54 % of the server's CPU (33 % busy). The reading of the miss
+    says so; not at 5 % or less, not for a cell as predicted."""
+    from lab.record import CellResult
+
+    def row(**values: object) -> CellResult:
+        fields = dict(vus=50, service_ms=100.0, overhead_ms=1.65, server_cpu_ms=0.928,
+                      rps=438.4, lat_avg_ms=114.0, predicted_latency_ms=103.0, efficiency=0.906,
+                      tolerance=0.05, jit_compiling_pct=53.9, server_cpu_pct=33.2)  # fmt: skip
+        return CellResult(**{**fields, **values})  # type: ignore[arg-type]
+
+    said = "its JIT's compilers 54 % of the server's CPU, 0.18 of a CPU"
+    assert model.limit_text("vus", row()).endswith(
+        "· under the load: a request took 114 ms (predicted 103 ms; 148 ms in lockstep); " + said
+    )
+    assert said in model.limit_text("loadgen", row(loadgen_us=117.0, k6_cpu_pct=63.0))
+    assert "compilers" not in model.limit_text("vus", row(jit_compiling_pct=5.0))
+    assert "compilers" not in model.limit_text("vus", row(efficiency=0.99))
+    assert model.compiling_text(row(jit_compiling_pct=None)) == ""
+    alone = model.limit_text("vus", row(lat_avg_ms=None))  # nothing else observed: it alone
+    assert alone.endswith("· under the load: " + said)
+
+
 # --- the one verdict --------------------------------------------------------------------
 
 
