@@ -35,10 +35,10 @@ from lab.model import MAX_CELL_S
 from lab.proc import children, interrupt, netns, runlock, server
 from lab.proc.database import Database, DatabaseUnavailable, bin_dir, display_url, run_as
 from lab.record import RunMeta
-from lab.run import loadgen
+from lab.run import loadgen, warmup
 from lab.run.progress import clock
-from lab.run.runner import OVERHEAD_S, Options, Runner, estimate_s, summary_table
-from lab.rundir import RESULTS_DIR, RunDir, read_run, resolve
+from lab.run.runner import OVERHEAD_S, Options, Runner, cell_estimates, estimate_s, summary_table
+from lab.rundir import RESULTS_DIR, RunDir, past_cell_seconds, read_run, resolve, series_key
 from lab.targets import Profile, Target, UnknownChoice, discover, find
 
 
@@ -204,14 +204,23 @@ def _results_base(out: Path | None) -> Path:
 
 
 def plan_text(
-    name: str, cells: list[Cell], max_cell_s: float = MAX_CELL_S, skipped: list[str] | None = None
+    name: str,
+    cells: list[Cell],
+    max_cell_s: float = MAX_CELL_S,
+    skipped: list[str] | None = None,
+    warm_up_max_s: float = warmup.MAX_S,
+    past: dict[str, float] | None = None,
 ) -> str:
-    """--plan: the cells a run would measure, in order, how long it should take, and the
+    """--plan: the cells a run would measure, in order, how long each should take (what it
+    took before on this machine, `past`, or the load and its language's figures), and the
     cells its matrix leaves out (distinct_capacities)."""
-    lines = [f"{name}: {len(cells)} cells, about {clock(estimate_s(cells))} (nothing started)"]
+    total = clock(estimate_s(cells, None, warm_up_max_s, past))
+    lines = [f"{name}: {len(cells)} cells, about {total} (nothing started)"]
     width = len(str(len(cells)))
-    for i, c in enumerate(cells, 1):
-        lines.append(f"  {i:>{width}}  {c.id}  {c.expected_s:g} s")
+    each = cell_estimates(cells, None, warm_up_max_s, past)
+    for i, (c, seconds) in enumerate(zip(cells, each, strict=True), 1):
+        before = " (as before here)" if past and series_key(c.id) in past else ""
+        lines.append(f"  {i:>{width}}  {c.id}  {c.expected_s:g} s, about {seconds:.0f} s{before}")
     if skipped:
         lines.append(
             f"not run: {len(skipped)} cells whose capacity another endpoint of their profile "
@@ -219,9 +228,9 @@ def plan_text(
         )
         lines += [f"  {line}" for line in skipped]
     lines.append(
-        "each cell adds to its load its start, calibration and stop (about "
+        "a cell not run before here adds to its load its start, calibration and stop (about "
         + ", ".join(f"{s:g} s in {lang}" for lang, s in OVERHEAD_S.items())
-        + "); "
+        + f") and a JIT's warm-up (at most {warm_up_max_s:g} s); "
         f"a cell the model says would complete too few requests runs longer (at most "
         f"{max_cell_s:g} s)"
     )
@@ -363,7 +372,14 @@ def _bench(args: argparse.Namespace, all_targets: bool, argv: list[str]) -> int:
     plan = _resume_plan(args) if args.resume else _new_plan(args, all_targets)
     if args.plan:
         skipped = (plan.matrix or {}).get("not_run")
-        print(plan_text(plan.name, plan.todo, plan.options.max_cell_s, skipped))
+        where = plan.run.path.parent if plan.run else (args.out or RESULTS_DIR)
+        past = past_cell_seconds(where, skip=plan.run.run_id if plan.run else "")
+        options = plan.options
+        print(
+            plan_text(
+                plan.name, plan.todo, options.max_cell_s, skipped, options.warm_up_max_s, past
+            )
+        )
         return 0
     # a new run's results folder is made (and checked) only now: --plan writes nothing
     base = plan.run.path.parent if plan.run else _results_base(args.out)

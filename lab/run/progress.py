@@ -15,19 +15,24 @@ def clock(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, estimate_s: float, out: TextIO = sys.stderr) -> None:
-        self.total = total
-        self.per_cell = estimate_s / total if total else 0.0
+    """estimates: each cell's expected seconds, in the run's order (runner.cell_estimates)."""
+
+    def __init__(self, estimates: list[float], out: TextIO = sys.stderr) -> None:
+        self.estimates = estimates
+        self.total = len(estimates)
         self.done = 0
         self.started = time.monotonic()
         self.out = out
         self.tty = out.isatty()
 
     def eta(self) -> float:
-        left = self.total - self.done
-        if self.done:
-            return (time.monotonic() - self.started) / self.done * left
-        return self.per_cell * left
+        """The cells left, as estimated, at the pace the run has kept against its estimates so
+        far: a JVM's cells cost several times a Go target's, so the cells' mean would not do."""
+        left = sum(self.estimates[self.done :])
+        planned = sum(self.estimates[: self.done])
+        if self.done and planned > 0:
+            return (time.monotonic() - self.started) / planned * left
+        return left
 
     def show(self, label: str, note: str = "") -> None:
         """note: a word on the run so far (the host's measured speed spread)."""

@@ -35,20 +35,32 @@ from lab.run.progress import Progress, clock
 from lab.rundir import RunDir
 from lab.targets import discover, find
 
-# What a cell costs beyond its load, by its server's language: a target's wall time in a quick
-# run (from its first cell's start to the next target's) less its cells' k6 runs, per cell,
-# k6's reference run (LOADGEN_COST_S) and the JVM's Maven build (skipped when up to date:
-# jvm/build) taken out. Go's and Java's are the medians of quick runs 20261127-221447 to
-# 20261128-092110 (Go 1.3-1.6; Java 11.0 once Spring Boot started from its class-data
-# archive); Node's and Python's are the means of runs 20261128-113828 and 20261128-123359,
-# with /cpu at n = 200,000 and each capacity asked once (Node 4.0 and 4.9: its cells are now
-# /hello, /sync, /async, /cpu, /db; Python 3.7 and 3.6, 4.6-6.0 before). It holds the start to
-# /health (Go 0.05 s, Node 0.3-0.5, Python 0.7-1.8, Spring Boot 5 on one CPU; the next cell's
-# begins beside this one's stop), a JIT's warm-up (quick's cap: 4 s), the calibration (0.5 s
-# of requests, or 1.5 s where the CPU per request matters: 0.8-1.7 s), the timeline's batch,
+# What a cell costs beyond its load and a JIT's warm-up (WARM_UP_SHARE, WARM_UP_S), by its
+# server's language: a target's wall time in a quick run (from its first cell's start to the
+# next target's) less its cells' k6 runs, per cell, k6's reference run (LOADGEN_COST_S) and the
+# JVM's Maven build (skipped when up to date: jvm/build) taken out. Go's and Java's are the
+# medians of quick runs 20261127-221447 to 20261128-092110 (Go 1.3-1.6; Java 11.0 once Spring
+# Boot started from its class-data archive, its warm-up's 3 s at quick's cap of 4 taken out);
+# Node's and Python's are the means of runs 20261128-113828 and 20261128-123359, with /cpu at
+# n = 200,000 and each capacity asked once (Node 4.0 and 4.9 with its warm-up, 2.5 s of it;
+# its cells' own 1.9 and 2.6 in quick runs 20261202-165800 and -202204; Python 3.7 and 3.6).
+# It holds the start to /health (Go 0.05 s, Node 0.3-0.5, Python 0.7-1.8, Spring Boot 5 on
+# one CPU; the next cell's begins beside this one's stop), the calibration (0.5 s of
+# requests, or 1.5 s where the CPU per request matters: 0.8-1.7 s), the timeline's batch,
 # k6's start and summary (0.4-0.5 s) and the stop (Python 0.2-0.8 s; a loop that /blocking
-# saturated first answers its queue, 2.3-4.1 s).
-OVERHEAD_S = {"go": 1.4, "node": 4.4, "python": 3.7, "java": 11.0}
+# saturated first answers its queue, 2.3-4.1 s). The io matrix's cells cost more (a second
+# lockstep share, N VUs x n calls warmed up: Python 9.5 s, Node 6.6 in io run
+# 20261202-170943): a cell run before on this machine is estimated at what it took then
+# (rundir.past_cell_seconds; the one that ran first at its VU count holds k6's reference run
+# too, LOADGEN_COST_S counted twice), these figures are for the others.
+OVERHEAD_S = {"go": 1.4, "node": 1.9, "python": 3.7, "java": 8.0}
+# A JIT's warm-up (lab.run.warmup) runs until the server is steady, at most the matrix's cap
+# (warm_up_max; 30 s by default). A JVM's mostly reach the cap, so a share of it: 22.4 s of 30
+# on average over the JVM's 16 cells of io run 20261202-170943 (two skipped), 3.8 and 2.1 s of
+# 4 in quick runs 20261202-165800 and -202204. V8's end steady sooner, so seconds: 2.5 s on
+# average in that io run, 1.5 and 1.3 in the quick runs.
+WARM_UP_SHARE = {"java": 0.75}
+WARM_UP_S = {"node": 2.5}
 # k6's own cost per request, measured once per run at each VU count (lab.run.calibrate:
 # its reference run of 2 s, its paced run of 3 s and their starts): 7.8 s. A run with a
 # server that closes its connections measures it again, reconnecting (not in the estimate:
@@ -129,22 +141,58 @@ def overhead_s(language: str) -> float:
     return OVERHEAD_S.get(language, OVERHEAD_UNMEASURED_S)
 
 
+def warm_up_s(language: str, cap_s: float = warmup.MAX_S) -> float:
+    """How long a cell of a server in this language warms up, the matrix's cap cap_s given
+    (WARM_UP_SHARE, WARM_UP_S; 0 without a JIT); a language not measured yet, the costliest."""
+    if language not in OVERHEAD_S:
+        return max(WARM_UP_SHARE.values()) * cap_s
+    if language in WARM_UP_SHARE:
+        return WARM_UP_SHARE[language] * cap_s
+    return min(cap_s, WARM_UP_S.get(language, 0.0))
+
+
 # What a probe of the CPUs' speed between cells costs: its loop and its processes' start.
 PROBE_COST_S = stability.PROBE_S + cpuspeed.START_DELAY_S
 # A probe during which the idle server used more than this share of a CPU is dropped.
 PROBE_SERVER_MAX = 0.05
 
 
-def estimate_s(cells: list[Cell], languages: dict[str, str] | None = None) -> float:
-    """How long the cells should take: each one's load and its language's overhead, the
-    host's stability check before them and its probes between them, and k6's own cost
-    measured once at each of their VU counts.
-    languages: target -> language (default: the discovered targets')."""
+def cell_estimates(
+    cells: list[Cell],
+    languages: dict[str, str] | None = None,
+    warm_up_max_s: float = warmup.MAX_S,
+    past: dict[str, float] | None = None,
+) -> list[float]:
+    """How long each cell should take: what the same cell took in an earlier run on this
+    machine (past: rundir.past_cell_seconds), else its load, its language's overhead and its
+    JIT's warm-up at the run's cap. languages: target -> language (default: the discovered
+    targets')."""
     if languages is None:
         languages = {t.name: t.language for t in discover()}
-    cells_s = sum(c.expected_s + overhead_s(languages.get(c.target, "")) for c in cells)
+    past = past or {}
+
+    def one(c: Cell) -> float:
+        known = past.get(rundir.series_key(c.id))
+        if known is not None:
+            return known
+        language = languages.get(c.target, "")
+        return c.expected_s + overhead_s(language) + warm_up_s(language, warm_up_max_s)
+
+    return [one(c) for c in cells]
+
+
+def estimate_s(
+    cells: list[Cell],
+    languages: dict[str, str] | None = None,
+    warm_up_max_s: float = warmup.MAX_S,
+    past: dict[str, float] | None = None,
+) -> float:
+    """How long the cells should take: each one's (cell_estimates), the host's stability
+    check before them and its probes between them, and k6's own cost measured once at each
+    of their VU counts."""
     if not cells:
         return 0.0
+    cells_s = sum(cell_estimates(cells, languages, warm_up_max_s, past))
     probes = min(len(cells) - 1, int(cells_s / stability.PROBE_EVERY_S))
     check_s = stability.check_seconds() + cpuspeed.START_DELAY_S
     loadgen_s = LOADGEN_COST_S * len({c.vus for c in cells})
@@ -238,15 +286,18 @@ class Runner:
             # first: a database that cannot start is the run's one line
             if any(self.contract[c.endpoint].kind == "db" for c in todo):
                 self._start_database()
+            # what these cells took before on this machine, where they ran before
+            past = rundir.past_cell_seconds(self.run.path.parent, skip=self.run.run_id)
+            cap = self.options.warm_up_max_s
             print(
                 f"run {self.run.run_id}: {len(todo)} cells to run"
                 + (f" ({len(done)} already done)" if done else "")
-                + f", about {clock(estimate_s(todo))}; server CPUs {self.server_cpus or 'all'}, "
-                f"k6 CPUs {self.k6_cpus or 'all'}",
+                + f", about {clock(estimate_s(todo, None, cap, past))}; "
+                f"server CPUs {self.server_cpus or 'all'}, k6 CPUs {self.k6_cpus or 'all'}",
                 file=sys.stderr,
             )
             self._check_speed()
-            progress = Progress(len(todo), estimate_s(todo))
+            progress = Progress(cell_estimates(todo, None, cap, past))
             for i, cell in enumerate(todo):
                 progress.show(cell.id, self._host_note())
                 index = len(done) + len(rows) + 1

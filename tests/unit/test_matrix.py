@@ -456,7 +456,9 @@ def quick_worst_case() -> tuple[list[Cell], set[str], float]:
         if table.get((c.target, c.profile), {}).get(c.endpoint) == "W"
         and (load()[c.endpoint].service_ms(dict(c.params)) or 0) > 0
     }
-    worst = estimate_s(cells, languages) + extra * len(slow) + TAIL_S * (len(cells) - len(slow))
+    warm_up_cap = parse_duration(quick.warm_up_max)  # a JIT's warm-up: at most quick's cap
+    worst = estimate_s(cells, languages, warm_up_cap)
+    worst += extra * len(slow) + TAIL_S * (len(cells) - len(slow))
     # every other /db cell is queued on its pool (50 VUs on 4-10 connections), lengthened to
     # hold MIN_REQUESTS of its rounds (lab.model.pool_rounds_s): 40 holds of ms, d and the
     # database's CPU (at most 2 ms beside the 100 ms)
@@ -526,3 +528,54 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
     proc.stdout.close()  # no reader left: lab's first write fails with EPIPE
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (0, "")
+
+
+def test_a_cells_estimate_is_what_it_took_here_before_else_its_languages_figures() -> None:
+    """A cell run before on this machine is estimated at what it took then; the others at
+    their load, their language's overhead and their JIT's warm-up at the run's cap: a JVM's
+    reach the cap mostly (a share of it), V8's end steady sooner (seconds, capped), Go has
+    none. io's Spring cells took 50-56 s each (run 20261202-170943) where the old estimate,
+    quick's 4-s warm-up built in, said 21 s."""
+    from lab.run.runner import OVERHEAD_S, WARM_UP_S, WARM_UP_SHARE, cell_estimates, warm_up_s
+
+    def cell(target: str, profile: str) -> Cell:
+        return Cell(target, profile, "sync", (("ms", 100),), 100, None, "10s", 1)
+
+    cells = [cell("spring", "mvc"), cell("express", "node"), cell("gin", "release")]
+    languages = {"spring": "java", "express": "node", "gin": "go"}
+    io = cell_estimates(cells, languages, 30.0)
+    assert io == pytest.approx([
+        10 + OVERHEAD_S["java"] + WARM_UP_SHARE["java"] * 30,
+        10 + OVERHEAD_S["node"] + WARM_UP_S["node"],
+        10 + OVERHEAD_S["go"],
+    ])  # fmt: skip
+    assert io[0] > 10 + 11.0 + 15  # more than the old figure and half the cap
+    quick = cell_estimates(cells, languages, 4.0)
+    assert quick[0] == pytest.approx(10 + 11.0)  # quick's own figure for Java, as measured
+    assert warm_up_s("node", 1.0) == 1.0  # never beyond the cap
+    assert warm_up_s("rust", 30.0) == max(WARM_UP_SHARE.values()) * 30  # not measured yet
+    past = {"express/node/sync?ms=100@vus=100": 14.2}
+    assert cell_estimates(cells, languages, 30.0, past)[1] == 14.2
+    assert cell_estimates(cells, languages, 30.0, past)[::2] == io[::2]
+
+
+def test_the_eta_keeps_the_runs_pace_against_each_cells_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two quick Go cells first, then a JVM cell estimated at ten times theirs: the time left
+    is that cell's estimate at the pace the run kept (twice as slow as estimated), not the
+    mean of the cells done so far."""
+    import io
+    from types import SimpleNamespace
+
+    from lab.run import progress
+
+    clock = {"now": 1000.0}  # lab.run.progress's clock only: time itself is untouched
+    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: clock["now"]))
+    bar = progress.Progress([5.0, 5.0, 50.0], out=io.StringIO())
+    assert bar.eta() == 60.0  # nothing done: the estimates
+    clock["now"] += 20.0  # the two Go cells took 20 s, estimated 10
+    bar.advance("ok")
+    bar.advance("ok")
+    assert bar.eta() == pytest.approx(100.0)  # 50 s estimated, at twice the time
+    assert progress.Progress([], out=io.StringIO()).eta() == 0.0

@@ -449,3 +449,37 @@ def test_the_supervisor_applies_the_same_rule(tmp_path: Path) -> None:
     assert list(data) == ["run_id", "status", "runner", "cells", "finished_at", "died"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", data["finished_at"])
     assert sorted(p.name for p in run.path.iterdir()) == ["k6", "logs", "results.csv", "run.json"]
+
+
+def test_past_cell_seconds_reads_the_newest_ok_row_of_each_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's estimate reads back what each cell took in this machine's earlier runs: the
+    newest ok row of a cell (its repeats and other runs alike), never an error row; the run
+    being made, a folder that is not a run, the `latest` link and a results.csv that cannot
+    be read are passed over."""
+    sync = "gin/release/sync?ms=100@vus=50"
+
+    def run_at(stamp: str, *rows: CellResult) -> RunDir:
+        freeze_clock(monkeypatch, stamp)
+        run = RunDir.create(tmp_path)
+        run.write_meta(RunMeta())
+        for row in rows:
+            run.append(row)
+        return run
+
+    run_at("2030-01-01 00:00:00", CellResult(cell=f"{sync}#1", status="ok", cell_s=9.0),
+           CellResult(cell="spring/mvc/cpu?n=1000@vus=50#1", status="ok", cell_s=40.0))  # fmt: skip
+    failed = CellResult(cell="flask/gunicorn/hello?@vus=50#1", status="error", cell_s=1.0)
+    newer = run_at("2030-01-02 00:00:00", CellResult(cell=f"{sync}#2", status="ok", cell_s=5.5),
+                   failed)  # fmt: skip
+    newer.point_latest()
+    broken = run_at("2030-01-03 00:00:00")
+    broken.csv_path.write_bytes(b"cell,status,cell_s\n\x00\xff\xfe")
+    (tmp_path / "notes").mkdir()
+    making = run_at("2030-01-04 00:00:00", CellResult(cell=f"{sync}#1", status="ok", cell_s=1.0))
+    past = rundir.past_cell_seconds(tmp_path, skip=making.run_id)
+    assert past == {sync: 5.5, "spring/mvc/cpu?n=1000@vus=50": 40.0}
+    assert rundir.past_cell_seconds(tmp_path, skip=making.run_id, runs=1) == {}  # the broken one
+    assert rundir.past_cell_seconds(tmp_path / "none") == {}
+    assert rundir.series_key(f"{sync}#12") == sync
