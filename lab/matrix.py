@@ -51,12 +51,18 @@ class Cell:
         return f"{self.target}/{self.profile}{python_suffix(self.python)}"
 
     @property
-    def id(self) -> str:
+    def key(self) -> str:
+        """The cell without its repeat: what its repeats, and the same cell in another run,
+        share (a row's CellResult.key reads it back from its id)."""
         params = ",".join(f"{k}={v}" for k, v in self.params)
         load_ = f"rate={self.rate},vus={self.vus}" if self.rate else f"vus={self.vus}"
         if self.iterations:
             load_ += f",iterations={self.iterations}"
-        return f"{self.series}/{self.endpoint}?{params}@{load_}#{self.repeat}"
+        return f"{self.series}/{self.endpoint}?{params}@{load_}"
+
+    @property
+    def id(self) -> str:
+        return f"{self.key}#{self.repeat}"
 
     @property
     def duration_s(self) -> float:

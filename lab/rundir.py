@@ -263,17 +263,11 @@ def read_rows(csv_path: Path) -> list[CellResult]:
 PAST_RUNS = 20
 
 
-def series_key(cell_id: str) -> str:
-    """A cell's id without its repeat (gin/release/sync?ms=100@vus=50#2 -> ...@vus=50): what
-    its repeats and the same cell in another run share."""
-    return cell_id.rpartition("#")[0] or cell_id
-
-
 def past_cell_seconds(base: Path, skip: str = "", runs: int = PAST_RUNS) -> dict[str, float]:
     """How long each cell took on this machine, from the newest `runs` runs under `base`
-    (skip: the run being made): a cell's series_key -> its newest ok row's cell_s. A folder
-    that is not a run, or whose results.csv cannot be read, is passed over: an estimate is
-    never worth a failed run."""
+    (skip: the run being made): a cell's key (Cell.key, CellResult.key) -> its newest ok
+    row's cell_s. A folder that is not a run, or whose results.csv cannot be read, is passed
+    over: an estimate is never worth a failed run."""
     try:
         folders = sorted(
             (p for p in base.iterdir() if p.is_dir() and not p.is_symlink() and p.name != skip),
@@ -290,7 +284,7 @@ def past_cell_seconds(base: Path, skip: str = "", runs: int = PAST_RUNS) -> dict
             continue
         for row in rows:
             if row.status == "ok" and row.cell_s and row.cell_s > 0:
-                seconds.setdefault(series_key(row.cell), row.cell_s)
+                seconds.setdefault(row.key, row.cell_s)
     return seconds
 
 

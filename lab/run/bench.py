@@ -38,7 +38,7 @@ from lab.record import RunMeta
 from lab.run import loadgen, warmup
 from lab.run.progress import clock
 from lab.run.runner import OVERHEAD_S, Options, Runner, cell_estimates, estimate_s, summary_table
-from lab.rundir import RESULTS_DIR, RunDir, past_cell_seconds, read_run, resolve, series_key
+from lab.rundir import RESULTS_DIR, RunDir, past_cell_seconds, read_run, resolve
 from lab.targets import Profile, Target, UnknownChoice, discover, find
 
 
@@ -219,7 +219,7 @@ def plan_text(
     width = len(str(len(cells)))
     each = cell_estimates(cells, None, warm_up_max_s, past)
     for i, (c, seconds) in enumerate(zip(cells, each, strict=True), 1):
-        before = " (as before here)" if past and series_key(c.id) in past else ""
+        before = " (as before here)" if past and c.key in past else ""
         lines.append(f"  {i:>{width}}  {c.id}  {c.expected_s:g} s, about {seconds:.0f} s{before}")
     if skipped:
         lines.append(

@@ -172,7 +172,7 @@ def cell_estimates(
     past = past or {}
 
     def one(c: Cell) -> float:
-        known = past.get(rundir.series_key(c.id))
+        known = past.get(c.key)
         if known is not None:
             return known
         language = languages.get(c.target, "")

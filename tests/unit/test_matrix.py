@@ -536,6 +536,7 @@ def test_a_cells_estimate_is_what_it_took_here_before_else_its_languages_figures
     reach the cap mostly (a share of it), V8's end steady sooner (seconds, capped), Go has
     none. io's Spring cells took 50-56 s each (run 20261202-170943) where the old estimate,
     quick's 4-s warm-up built in, said 21 s."""
+    from lab.record import CellResult
     from lab.run.runner import OVERHEAD_S, WARM_UP_S, WARM_UP_SHARE, cell_estimates, warm_up_s
 
     def cell(target: str, profile: str) -> Cell:
@@ -555,6 +556,8 @@ def test_a_cells_estimate_is_what_it_took_here_before_else_its_languages_figures
     assert warm_up_s("node", 1.0) == 1.0  # never beyond the cap
     assert warm_up_s("rust", 30.0) == max(WARM_UP_SHARE.values()) * 30  # not measured yet
     past = {"express/node/sync?ms=100@vus=100": 14.2}
+    assert cells[1].key in past  # the key a row reads back from its id (CellResult.key)
+    assert CellResult(cell=cells[1].id).key == cells[1].key
     assert cell_estimates(cells, languages, 30.0, past)[1] == 14.2
     assert cell_estimates(cells, languages, 30.0, past)[::2] == io[::2]
 

@@ -482,4 +482,3 @@ def test_past_cell_seconds_reads_the_newest_ok_row_of_each_cell(
     assert past == {sync: 5.5, "spring/mvc/cpu?n=1000@vus=50": 40.0}
     assert rundir.past_cell_seconds(tmp_path, skip=making.run_id, runs=1) == {}  # the broken one
     assert rundir.past_cell_seconds(tmp_path / "none") == {}
-    assert rundir.series_key(f"{sync}#12") == sync
